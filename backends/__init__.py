@@ -1,0 +1,1 @@
+"""In-tree backends; each registers through the `hal.backends` entry point group."""

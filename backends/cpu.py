@@ -1,0 +1,225 @@
+"""The CPU backend: numpy and scipy on host memory; the reference and the embedded default.
+
+Every op has a kernel: the op's numpy reference by default, and faster library calls
+where they exist (numpy ufuncs directly, scipy.fft with all cores, scipy.special.erf,
+composites written as one numpy expression instead of a chain of dispatched ops).
+Tensors are numpy arrays, so host transfers are free and DLPack is numpy's.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+
+import numpy as np
+
+import hal
+from hal import dtypes as dt
+from hal import ops
+
+kernels = hal.KernelTable("cpu")
+
+# Default: every op runs its reference (which computes half precision in float32).
+for _spec in ops.specs():
+    kernels.register(_spec.name, device_arg=False)(_spec.evaluate)
+
+# numpy ufuncs take the fast path directly where numpy computes in the dtype itself.
+_NATIVE = tuple(d for d in dt.ALL if d not in (dt.float16, dt.bfloat16))
+_UFUNCS = {
+    "negative": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+    "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "add": np.add, "subtract": np.subtract,
+    "multiply": np.multiply, "divide": np.divide, "maximum": np.maximum,
+    "minimum": np.minimum, "equal": np.equal, "less": np.less, "greater": np.greater,
+    "matmul": np.matmul, "real": np.real, "imag": np.imag, "conj": np.conj,
+}
+for _name, _ufunc in _UFUNCS.items():
+    _dtypes = [d for d in _NATIVE if d in ops.spec(_name).dtypes]
+    kernels.register(_name, _dtypes, device_arg=False)(_ufunc)
+
+
+@kernels.register("power", [d for d in _NATIVE if dt.is_floating(d) or dt.is_complex(d)],
+                  device_arg=False)
+def _power(a, b):
+    return np.power(a, b)
+
+
+@kernels.register("reshape", device_arg=False)
+def _reshape(x, *, shape):
+    return x.reshape(shape)
+
+
+@kernels.register("permute_dims", device_arg=False)
+def _permute(x, *, axes):
+    return x.transpose(axes)
+
+
+@kernels.register("broadcast_to", device_arg=False)
+def _broadcast_to(x, *, shape):
+    return np.broadcast_to(x, shape)
+
+
+@kernels.register("erf", [dt.float32, dt.float64], device_arg=False)
+def _erf(x):
+    from scipy.special import erf
+
+    return erf(x)
+
+
+_WORKERS = os.cpu_count() or 1
+
+
+def _scipy_fft(name):
+    def kernel(x, *, axes, norm=None, **extra):
+        import scipy.fft
+
+        if name == "irfftn":
+            s = [x.shape[a] for a in axes[:-1]] + [extra["n"]]
+            return scipy.fft.irfftn(x, s=s, axes=axes, norm=norm, workers=_WORKERS)
+        return getattr(scipy.fft, name)(x, axes=axes, norm=norm, workers=_WORKERS)
+
+    return kernel
+
+
+for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
+    kernels.register(_name, device_arg=False)(_scipy_fft(_name))
+
+
+# Fused composites for the dtypes numpy computes natively: one expression, no dispatch.
+_FUSED = (dt.float32, dt.float64)
+
+
+@kernels.register("softmax", _FUSED, device_arg=False)
+def _softmax(x, *, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    e /= np.sum(e, axis=axis, keepdims=True)
+    return e
+
+
+@kernels.register("layer_norm", _FUSED, device_arg=False)
+def _layer_norm(x, weight=None, bias=None, *, eps=1e-5):
+    centred = x - np.mean(x, axis=-1, keepdims=True)
+    scale = 1 / np.sqrt(np.mean(centred * centred, axis=-1, keepdims=True) + eps)
+    centred *= scale
+    if weight is not None:
+        centred *= weight
+    if bias is not None:
+        centred += bias
+    return centred
+
+
+def _gelu_inplace(y, approximate):
+    if approximate == "tanh":
+        inner = y * y
+        inner *= 0.044715 * y
+        inner += y
+        inner *= math.sqrt(2 / math.pi)
+        np.tanh(inner, out=inner)
+    else:
+        from scipy.special import erf
+
+        inner = erf(y * (1 / math.sqrt(2)))
+    inner += 1
+    inner *= 0.5
+    y *= inner
+    return y
+
+
+@kernels.register("gelu", _FUSED, device_arg=False)
+def _gelu(x, *, approximate="none"):
+    return _gelu_inplace(x.copy(), approximate)
+
+
+_EPILOGUES = {
+    None: lambda y: y,
+    "relu": lambda y: np.maximum(y, 0, out=y),
+    "gelu": lambda y: _gelu_inplace(y, "none"),
+    "gelu_tanh": lambda y: _gelu_inplace(y, "tanh"),
+    "silu": lambda y: np.multiply(y, 1 / (1 + np.exp(-y)), out=y),
+    "sigmoid": lambda y: np.divide(1, 1 + np.exp(-y), out=y),
+    "tanh": lambda y: np.tanh(y, out=y),
+}
+
+
+@kernels.register("linear", _FUSED, device_arg=False)
+def _linear(x, weight, bias=None, *, activation=None):
+    y = np.matmul(x, weight)
+    if bias is not None:
+        y += bias
+    return _EPILOGUES[activation](y)
+
+
+@kernels.register("scaled_dot_product_attention", _FUSED, device_arg=False)
+def _attention(q, k, v, *, causal=False, scale=None):
+    s = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = np.matmul(q * np.asarray(s, q.dtype), np.swapaxes(k, -1, -2))
+    if causal:
+        scores = np.where(ops.causal_mask(q.shape[-2], k.shape[-2]), scores, -np.inf)
+    return np.matmul(_softmax(scores), v)
+
+
+class CpuDevice(hal.Device):
+    """The host CPU; tensors are numpy arrays, so memory is numpy's and copies are free."""
+
+    def upload(self, array: np.ndarray) -> np.ndarray:
+        """The array itself: host memory is this device's memory."""
+        return array
+
+    def download(self, native: np.ndarray) -> np.ndarray:
+        """The array itself (callers must not write to it)."""
+        return np.asarray(native)
+
+    def from_dlpack(self, obj) -> np.ndarray:
+        """numpy's zero-copy DLPack import."""
+        return np.from_dlpack(obj)
+
+    def memory_stats(self) -> hal.MemoryStats:
+        """numpy owns host memory, so only the total is known."""
+        return hal.MemoryStats(None, None, None, None, None, self.capabilities.memory_bytes)
+
+    def _describe(self) -> dict:
+        return {
+            "name": _cpu_model(),
+            "vendor": platform.machine(),
+            "runtime_version": f"numpy {np.__version__}",
+            "memory_bytes": _total_memory(),
+            "compute_units": os.cpu_count(),
+            "extra": {"blas": _blas()},
+        }
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _total_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _blas() -> str:
+    try:
+        config = np.show_config(mode="dicts")
+        blas = config["Build Dependencies"]["blas"]
+        return f"{blas.get('name')} {blas.get('version')}"
+    except Exception:  # numpy builds differ in what show_config reports
+        return "unknown"
+
+
+class CpuBackend(hal.Backend):
+    """numpy/scipy on the host: always available."""
+
+    name = "cpu"
+    kernels = kernels
+
+    def _open_device(self, index: int) -> CpuDevice:
+        return CpuDevice(self, index)

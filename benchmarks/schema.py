@@ -1,0 +1,526 @@
+"""The one results schema: JSON lines in `results/<run-id>.jsonl`.
+
+A file holds, one JSON object per line, each with `"type"` and `"schema"` keys:
+
+- a `run` record (`RunRecord`): when, where and with what software the run happened,
+  and a fingerprint of the hardware/software part. It may be written again later in the
+  file (for instance once peaks are measured); the last one wins.
+- `measurement` records (`Measurement`), one per (suite, workload, params, backend,
+  device, dtype), appended, flushed and fsynced as each is measured. A later record with
+  the same key replaces an earlier one.
+- `end` records: when the run (or a resumed part of it) stopped and whether it completed.
+
+Readers skip a truncated or corrupt line with a warning naming file:line, and reject a
+major schema version they do not know. pytest-benchmark JSON files load into the same
+records (`load_pytest_benchmark`); `load_results` picks the reader by file contents.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import warnings
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, TextIO
+
+from benchmarks.stats import summarize
+
+SCHEMA_VERSION = "1.0"
+STATUSES = ("ok", "failed", "skipped", "timeout")
+LIBRARIES = ("numpy", "scipy", "pyopencl", "apache-tvm", "onnxruntime", "cupy", "torch", "jax")
+ENV_PREFIXES = ("HAL_", "OPENBLAS_", "MKL_", "MPIR_CVAR_")
+ENV_NAMES = ("OMP_NUM_THREADS",)
+
+MeasurementKey = tuple[str, str, str, str, str, str]
+
+
+class ResultsError(ValueError):
+    """A results file that cannot be read: the message names the file and what is wrong."""
+
+
+class SchemaVersionError(ResultsError):
+    """A results file written with a major schema version this reader does not know."""
+
+
+def utc_now() -> str:
+    """The current UTC time as an ISO 8601 string."""
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
+
+
+def _from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """Build dataclass `cls` from `data`, ignoring keys a newer minor version added."""
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class Check:
+    """The output check against the reference, done before any time counts."""
+
+    passed: bool
+    max_error: float | None = None
+    tolerance: float | None = None
+
+
+@dataclass
+class Placement:
+    """Where each op of a workload ran: op -> backend, ops that fell back, bytes moved."""
+
+    ops: dict[str, str] = field(default_factory=dict)
+    fallbacks: list[str] = field(default_factory=list)
+    bytes_moved: int = 0
+
+
+@dataclass
+class Measurement:
+    """One measurement: a workload with its params on one backend, device and dtype.
+
+    `samples` are seconds per call (each the mean of `inner_loops` calls); `stats` is a
+    `benchmarks.stats.Summary` as a dict; `metrics` holds derived rates (`gflops`, `gbps`,
+    `items_per_s`, `pct_of_peak`); `flops`, `bytes` and `items` are the work of one call.
+    """
+
+    suite: str
+    workload: str
+    backend: str
+    device: str
+    dtype: str
+    params: dict[str, Any] = field(default_factory=dict)
+    status: str = "ok"
+    error: str | None = None
+    timer: str = ""
+    sync: str = ""
+    warmup: int = 0
+    inner_loops: int = 1
+    samples: list[float] = field(default_factory=list)
+    stats: dict[str, Any] | None = None
+    flops: float | None = None
+    bytes: float | None = None
+    items: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    check: Check | None = None
+    placement: Placement | None = None
+    time: str = field(default_factory=utc_now)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status {self.status!r} is not one of {', '.join(STATUSES)}")
+        if isinstance(self.check, dict):
+            self.check = _from_dict(Check, self.check)
+        if isinstance(self.placement, dict):
+            self.placement = _from_dict(Placement, self.placement)
+
+    @property
+    def key(self) -> MeasurementKey:
+        """The identity of a measurement within a run (params as canonical JSON)."""
+        return measurement_key(
+            self.suite, self.workload, self.params, self.backend, self.device, self.dtype
+        )
+
+    @property
+    def median(self) -> float | None:
+        """The headline: median seconds per call, or None without statistics."""
+        return None if self.stats is None else self.stats.get("median")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON record of this measurement."""
+        return {"type": "measurement", "schema": SCHEMA_VERSION, **asdict(self)}
+
+
+def measurement_key(
+    suite: str, workload: str, params: dict[str, Any], backend: str, device: str, dtype: str
+) -> MeasurementKey:
+    """The key of a measurement that has not been taken yet (for resume checks)."""
+    return (suite, workload, json.dumps(params, sort_keys=True), backend, device, dtype)
+
+
+@dataclass
+class DeviceRecord:
+    """A device as the run saw it: capabilities and measured peaks.
+
+    `peaks` holds `gflops` (dtype -> GFLOP/s) and `gbps` (GB/s), measured by the `peak` suite.
+    """
+
+    name: str
+    backend: str
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    peaks: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunRecord:
+    """When, where and with what software a run happened; `fingerprint` names the setup."""
+
+    id: str
+    start: str = field(default_factory=utc_now)
+    end: str | None = None
+    git: dict[str, Any] | None = None
+    host: dict[str, Any] = field(default_factory=dict)
+    devices: list[DeviceRecord] = field(default_factory=list)
+    libraries: dict[str, str | None] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    loadavg: list[float] | None = None
+    fingerprint: str = ""
+    argv: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.devices = [
+            _from_dict(DeviceRecord, d) if isinstance(d, dict) else d for d in self.devices
+        ]
+
+    def compute_fingerprint(self) -> str:
+        """sha256 of host, devices (capabilities, not measured peaks), libraries and env.
+
+        Stable across runs on one machine with one software stack; independent of the
+        code's git commit, the times and the load, so two commits can be compared.
+        """
+        part = {
+            "host": self.host,
+            "devices": sorted(
+                (
+                    {"name": d.name, "backend": d.backend, "capabilities": d.capabilities}
+                    for d in self.devices
+                ),
+                key=lambda d: (d["backend"], d["name"]),
+            ),
+            "libraries": self.libraries,
+            "env": self.env,
+        }
+        blob = json.dumps(part, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def device(self, backend: str, name: str) -> DeviceRecord | None:
+        """The record of device `name` of `backend`, if the run has one."""
+        return next((d for d in self.devices if d.backend == backend and d.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON record of this run."""
+        return {"type": "run", "schema": SCHEMA_VERSION, **asdict(self)}
+
+    @classmethod
+    def new(
+        cls,
+        run_id: str,
+        devices: list[DeviceRecord] | None = None,
+        repo: Path | None = None,
+        argv: list[str] | None = None,
+    ) -> RunRecord:
+        """A run record describing this machine and process now, fingerprint included."""
+        run = cls(
+            id=run_id,
+            git=git_state(repo or Path.cwd()),
+            host=host_info(),
+            devices=list(devices or []),
+            libraries=library_versions(),
+            env=relevant_env(),
+            loadavg=list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+            argv=list(argv or []),
+        )
+        run.fingerprint = run.compute_fingerprint()
+        return run
+
+
+def new_run_id() -> str:
+    """A sortable run id from the UTC time, e.g. `20261202T113824Z-1234`."""
+    now = _dt.datetime.now(_dt.UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{os.getpid()}"
+
+
+def git_state(repo: Path) -> dict[str, Any] | None:
+    """`{"commit", "dirty"}` of the git checkout at `repo`, or None outside one."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": bool(status.strip())}
+
+
+def _cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo, else what `platform` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def host_info() -> dict[str, Any]:
+    """CPU model, logical cores (total and usable), memory bytes, OS and Python version."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        memory = None
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {
+        "cpu": _cpu_model(),
+        "machine": platform.machine(),
+        "cores": os.cpu_count(),
+        "usable_cores": usable,
+        "memory_bytes": memory,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str | None]:
+    """Installed versions of the libraries that matter (None if absent), without importing them."""
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def relevant_env() -> dict[str, str]:
+    """Environment variables that change results: HAL_*, thread counts, BLAS/MPI tuning."""
+    return {
+        k: v for k, v in sorted(os.environ.items()) if k in ENV_NAMES or k.startswith(ENV_PREFIXES)
+    }
+
+
+class ResultWriter:
+    """Appends records to a results file, flushing and fsyncing each one as it is written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: TextIO = open(self.path, "a", encoding="utf-8")
+
+    def _write(self, record: dict[str, Any]) -> None:
+        """Write one JSON line and make it durable."""
+        self._file.write(json.dumps(record, default=str) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def write_run(self, run: RunRecord) -> None:
+        """Write (or rewrite, e.g. with peaks filled in) the run record."""
+        self._write(run.to_dict())
+
+    def write(self, measurement: Measurement) -> None:
+        """Append one measurement."""
+        self._write(measurement.to_dict())
+
+    def write_end(self, run_id: str, completed: bool) -> None:
+        """Record when the run stopped and whether everything asked for was measured."""
+        self._write(
+            {
+                "type": "end",
+                "schema": SCHEMA_VERSION,
+                "run": run_id,
+                "end": utc_now(),
+                "completed": completed,
+            }
+        )
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
+
+    def __enter__(self) -> ResultWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class Results:
+    """A results file as read: the run, its measurements (last per key) and completion."""
+
+    path: Path
+    run: RunRecord
+    measurements: list[Measurement]
+    completed: bool = False
+
+    def completed_keys(self) -> set[MeasurementKey]:
+        """Keys already measured (any status), so a resumed run skips them."""
+        return {m.key for m in self.measurements}
+
+
+def completed_keys(results: Results) -> set[MeasurementKey]:
+    """Keys a resumed run must not measure again."""
+    return results.completed_keys()
+
+
+def _check_version(version: Any, where: str) -> None:
+    """Raise SchemaVersionError unless `version` has this reader's major version."""
+    major = str(SCHEMA_VERSION).split(".")[0]
+    if str(version).split(".")[0] != major:
+        raise SchemaVersionError(
+            f"{where}: results schema version {version} is not readable by this version of "
+            f"hal (reads {major}.x, writes {SCHEMA_VERSION}); use a hal release that writes "
+            f"schema {version}"
+        )
+
+
+def read_results(path: Path) -> Results:
+    """Read a JSON-lines results file; corrupt lines are skipped with a warning."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"cannot read results file {path}: {exc}") from exc
+    run: RunRecord | None = None
+    by_key: dict[MeasurementKey, Measurement] = {}
+    completed = False
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict) or "type" not in record:
+                raise ValueError("not a record object with a 'type'")
+        except ValueError as exc:
+            warnings.warn(f"{where}: skipped a truncated or corrupt line ({exc})", stacklevel=2)
+            continue
+        _check_version(record.get("schema"), where)
+        kind = record.pop("type")
+        record.pop("schema", None)
+        try:
+            if kind == "run":
+                run = _from_dict(RunRecord, record)
+            elif kind == "measurement":
+                m = _from_dict(Measurement, record)
+                by_key[m.key] = m
+            elif kind == "end":
+                completed = bool(record.get("completed"))
+                if run is not None:
+                    run.end = record.get("end")
+            else:
+                raise ValueError(f"unknown record type {kind!r}")
+        except (TypeError, ValueError) as exc:
+            warnings.warn(f"{where}: skipped an invalid {kind} record ({exc})", stacklevel=2)
+    if run is None:
+        raise ResultsError(f"{path}: no run record; is this a hal results file?")
+    return Results(path=path, run=run, measurements=list(by_key.values()), completed=completed)
+
+
+def _pytest_benchmark_host(machine: dict[str, Any]) -> dict[str, Any]:
+    """Map pytest-benchmark's machine_info onto the host part of a run record."""
+    cpu = machine.get("cpu") or {}
+    return {
+        "cpu": cpu.get("brand_raw") or machine.get("processor") or "",
+        "machine": machine.get("machine"),
+        "cores": cpu.get("count"),
+        "usable_cores": None,
+        "memory_bytes": None,
+        "os": f"{machine.get('system', '')} {machine.get('release', '')}".strip(),
+        "python": machine.get("python_version"),
+    }
+
+
+def _pytest_benchmark_measurement(bench: dict[str, Any], timer: str) -> Measurement:
+    """One pytest-benchmark entry as a measurement (raw samples when the file has them)."""
+    params = dict(bench.get("params") or {})
+    backend = params.pop("backend", None) or bench.get("group") or "unknown"
+    device = str(params.pop("device", "unknown"))
+    dtype = str(params.pop("dtype", "unknown"))
+    st = bench.get("stats") or {}
+    samples = [float(s) for s in st.get("data") or []]
+    stats: dict[str, Any] | None
+    if samples:
+        stats = summarize(samples).to_dict()
+    else:
+        mean, stddev = st.get("mean"), st.get("stddev")
+        stats = {
+            "n": st.get("rounds"),
+            "median": st.get("median"),
+            "min": st.get("min"),
+            "max": st.get("max"),
+            "mean": mean,
+            "q1": st.get("q1"),
+            "q3": st.get("q3"),
+            "iqr": st.get("iqr"),
+            "cv": (stddev / mean) if mean and stddev is not None else None,
+            "ci_low": None,
+            "ci_high": None,
+            "ci_coverage": None,
+        }
+    options = bench.get("options") or {}
+    return Measurement(
+        suite="pytest-benchmark",
+        workload=str(bench.get("name", "")).split("[")[0],
+        params={
+            k: v if isinstance(v, (int, float, str, bool)) or v is None else str(v)
+            for k, v in params.items()
+        },
+        backend=str(backend),
+        device=device,
+        dtype=dtype,
+        timer=str(options.get("timer", timer)),
+        sync="none",
+        warmup=int(bool(options.get("warmup"))),
+        inner_loops=int(st.get("iterations") or 1),
+        samples=samples,
+        stats=stats,
+        metrics={"items_per_s": st["ops"]} if st.get("ops") else {},
+    )
+
+
+def load_pytest_benchmark(path: Path) -> Results:
+    """Read a pytest-benchmark JSON file (`--benchmark-json`/`--benchmark-save`) as results.
+
+    suite = "pytest-benchmark"; the backend comes from a `backend` param, else the
+    benchmark's group, else "unknown"; raw samples are kept when saved with
+    `--benchmark-save-data`, otherwise the file's own statistics are used (no CI).
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ResultsError(f"cannot read pytest-benchmark file {path}: {exc}") from exc
+    if not isinstance(data, dict) or "benchmarks" not in data:
+        raise ResultsError(f"{path}: not a pytest-benchmark JSON file (no 'benchmarks' list)")
+    machine = data.get("machine_info") or {}
+    commit = data.get("commit_info") or {}
+    run = RunRecord(
+        id=path.stem,
+        start=str(data.get("datetime", "")),
+        end=str(data.get("datetime", "")),
+        git={"commit": commit.get("id"), "dirty": commit.get("dirty")} if commit else None,
+        host=_pytest_benchmark_host(machine),
+        libraries={"pytest-benchmark": data.get("version")},
+    )
+    run.fingerprint = run.compute_fingerprint()
+    timer = str(machine.get("timer") or "perf_counter")
+    measurements = [_pytest_benchmark_measurement(b, timer) for b in data["benchmarks"]]
+    return Results(path=path, run=run, measurements=measurements, completed=True)
+
+
+def load_results(path: Path) -> Results:
+    """Read a hal results file or a pytest-benchmark JSON file, telling them apart by content."""
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = f.read(4096)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"cannot read results file {path}: {exc}") from exc
+    first_line = head.split("\n", 1)[0]
+    if head.lstrip().startswith("{") and '"type"' not in first_line:
+        return load_pytest_benchmark(path)
+    return read_results(path)

@@ -1,0 +1,1 @@
+"""Workloads written on hal Tensors that run on every backend."""

@@ -1,0 +1,134 @@
+"""hal: one device abstraction and one op set for AI and scientific computing.
+
+    import hal
+    x = hal.asarray([1.0, 2.0, 3.0], device="cpu")
+    hal.exp(x), hal.fft.fft(x), hal.nn.softmax(x)
+
+The op set (hal/ops.py) has numpy reference semantics; backends plug in through the
+`hal.backends` entry point group; `hal conformance` certifies a backend.
+"""
+
+from . import fft, nn, ops, random
+from .creation import (
+    arange,
+    asarray,
+    eye,
+    from_dlpack,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
+from .device import (
+    API_VERSION,
+    Allocation,
+    Backend,
+    Buffer,
+    Capabilities,
+    Device,
+    KernelTable,
+    MemoryStats,
+)
+from .dispatch import decomposition, fallback_counts, fallback_policy, placement
+from .dtypes import (
+    ALL,
+    BOOL,
+    COMPLEX,
+    FLOATS,
+    INTEGERS,
+    NUMERIC,
+    REALS,
+    bfloat16,
+    bool_,
+    complex64,
+    complex128,
+    dtype,
+    float16,
+    float32,
+    float64,
+    int8,
+    int32,
+    int64,
+    promote,
+    result_type,
+    uint8,
+)
+from .errors import (
+    BackendUnavailable,
+    DeviceError,
+    FallbackRefused,
+    FallbackWarning,
+    HalError,
+    HalOutOfMemory,
+    PluginWarning,
+    ShapeError,
+    UnsupportedDType,
+    UnsupportedOp,
+)
+from .functions import (
+    abs,
+    add,
+    all_close,
+    astype,
+    broadcast_to,
+    complex,
+    concat,
+    conj,
+    cos,
+    dequantize_linear,
+    divide,
+    equal,
+    erf,
+    exp,
+    expand_dims,
+    greater,
+    greater_equal,
+    imag,
+    less,
+    less_equal,
+    log,
+    logical_not,
+    matmul,
+    matrix_transpose,
+    max,
+    maximum,
+    min,
+    minimum,
+    multiply,
+    negative,
+    not_equal,
+    pad,
+    permute_dims,
+    power,
+    qmatmul,
+    quantize_linear,
+    real,
+    reshape,
+    sin,
+    slice,
+    sqrt,
+    square,
+    squeeze,
+    stack,
+    subtract,
+    sum,
+    tanh,
+    where,
+)
+from .registry import (
+    available_backends,
+    backend,
+    backends,
+    default_device,
+    devices,
+)
+from .registry import resolve_device as device
+from .settings import settings
+from .tensor import Tensor
+
+bool = bool_  # noqa: A001  (the Array API name of the dtype)
+mean, var = nn.mean, nn.var
+__version__ = "0.1.0"

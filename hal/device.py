@@ -1,0 +1,409 @@
+"""The runtime protocol: Backend, Device, Capabilities, MemoryStats, events, kernel tables.
+
+Public methods live here, over small private hooks that a backend writes
+(`_alloc`, `_free`, `_copy_in`, `_copy_out`, `synchronize`, `_describe`), so pooling,
+accounting, out-of-memory text and timing are written once. `backends/null.py` is a
+backend that writes only the hooks; read it first when porting a chip.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as dt
+from .errors import BackendUnavailable, DeviceError, HalOutOfMemory, UnsupportedDType
+
+API_VERSION = 1  # bumped when the protocol changes incompatibly; plugins declare theirs
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a device is and can do; built when the device opens, peaks filled in by the harness."""
+
+    backend: str
+    device: str
+    name: str
+    vendor: str = "unknown"
+    driver_version: str | None = None
+    runtime_version: str | None = None
+    memory_bytes: int | None = None
+    compute_units: int | None = None
+    dtypes: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()  # ops with a kernel of this backend
+    unsupported: Mapping[str, str] = field(default_factory=dict)  # op or dtype -> why
+    timer: str = "host perf_counter after synchronize()"
+    peaks: Mapping[str, Any] = field(default_factory=dict)  # measured: gflops per dtype, gbps
+    extra: Mapping[str, Any] = field(default_factory=dict)  # backend-specific facts
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict of every field."""
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def with_peaks(self, peaks: Mapping[str, Any]) -> Capabilities:
+        """A copy with measured peaks merged in."""
+        return dataclasses.replace(self, peaks={**self.peaks, **peaks})
+
+
+def _plain(value):
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    """Device memory accounting in bytes; None where the device cannot tell."""
+
+    allocated: int | None  # bytes in live allocations
+    reserved: int | None  # allocated + held in the cache for reuse
+    peak: int | None  # highest `allocated` since open or reset_peak()
+    allocations: int | None  # allocation requests served (cache hits included)
+    device_allocations: int | None  # requests that reached the device (cache misses)
+    total: int | None  # device memory size
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return dataclasses.asdict(self)
+
+
+class Allocation:
+    """A block of device memory from the caching allocator; give it back with Device.free."""
+
+    __slots__ = ("handle", "nbytes", "size")
+
+    def __init__(self, handle: Any, nbytes: int, size: int):
+        self.handle = handle  # the backend's own object (a pointer, a cl.Buffer, a bytearray)
+        self.nbytes = nbytes  # bytes asked for
+        self.size = size  # bytes reserved (the size class)
+
+
+class Buffer:
+    """A dense tensor's storage on a raw-memory device: an Allocation plus shape and dtype.
+
+    It returns its memory to the device's cache when garbage collected. Backends whose
+    library has its own array type (numpy, pyopencl.array, cupy) use that type instead.
+    """
+
+    __slots__ = ("allocation", "device", "dtype", "shape")
+
+    def __init__(self, device: Device, allocation: Allocation, shape: tuple, dtype: np.dtype):
+        self.device = device
+        self.allocation = allocation
+        self.shape = shape
+        self.dtype = dtype
+
+    def __del__(self):
+        try:
+            self.device.free(self.allocation)
+        except Exception:  # interpreter shutdown: nothing left to return the memory to
+            pass
+
+
+def size_class(nbytes: int) -> int:
+    """The reserved size for a request: 512-byte granules, then quarter powers of two (<=25%)."""
+    if nbytes <= 4096:
+        return max(512, -(-nbytes // 512) * 512)
+    step = 1 << max(nbytes.bit_length() - 3, 9)
+    return -(-nbytes // step) * step
+
+
+class Device:
+    """One opened device of a backend. Backends subclass it and write the private hooks."""
+
+    timer = "host perf_counter after synchronize()"  # what record_event/elapsed measure
+
+    def __init__(self, backend: Backend, index: int = 0):
+        self.backend = backend
+        self.index = index
+        self.name = f"{backend.name}:{index}"
+        self._cache: dict[int, list[Allocation]] = {}
+        self._allocated = self._reserved = self._peak = 0
+        self._allocations = self._device_allocations = 0
+        self._capabilities: Capabilities | None = None
+        self._kernels = backend.kernels.bind(self) if backend.kernels else {}
+
+    def __repr__(self) -> str:
+        return f"<hal.Device {self.name}>"
+
+    # -- hooks a backend writes ---------------------------------------------------------
+    def _alloc(self, nbytes: int) -> Any:
+        """Allocate raw device memory and return a handle; raise MemoryError when it does not fit."""
+        raise DeviceError(f"{self.name}: this backend has no raw memory allocator")
+
+    def _free(self, handle: Any) -> None:
+        """Release a handle from `_alloc`."""
+
+    def _copy_in(self, handle: Any, host: memoryview) -> None:
+        """Copy host bytes into device memory (blocking)."""
+        raise DeviceError(f"{self.name}: this backend has no host-to-device copy")
+
+    def _copy_out(self, host: memoryview, handle: Any) -> None:
+        """Copy device memory into host bytes (blocking)."""
+        raise DeviceError(f"{self.name}: this backend has no device-to-host copy")
+
+    def synchronize(self) -> None:
+        """Block until all work queued on the device has finished."""
+
+    def _describe(self) -> dict:
+        """Capabilities fields this device knows: name, vendor, versions, memory_bytes, ..."""
+        return {"name": self.name}
+
+    def _record_event(self) -> Any:
+        """A timing mark after the work queued so far (default: synchronize, host clock)."""
+        self.synchronize()
+        return time.perf_counter()
+
+    def _elapsed(self, start: Any, end: Any) -> float:
+        """Seconds between two marks from `_record_event`."""
+        return end - start
+
+    # -- tensors' storage (backends with their own array type override both) ----------------
+    def upload(self, array: np.ndarray) -> Any:
+        """A device-native array holding a copy of a host array."""
+        array = np.ascontiguousarray(array)
+        allocation = self.alloc(array.nbytes)
+        self.copy_in(allocation, array)
+        return Buffer(self, allocation, array.shape, array.dtype)
+
+    def download(self, native: Any) -> np.ndarray:
+        """A host numpy array holding a copy of a device-native array."""
+        out = np.empty(native.shape, native.dtype)
+        self.copy_out(out, native.allocation)
+        return out
+
+    def from_dlpack(self, obj: Any) -> Any:
+        """A device-native array from a DLPack producer (default: through host memory)."""
+        return self.upload(np.from_dlpack(obj))
+
+    # -- public protocol ------------------------------------------------------------------
+    @property
+    def capabilities(self) -> Capabilities:
+        """The device's Capabilities (built once)."""
+        if self._capabilities is None:
+            facts = self._describe()
+            self._capabilities = Capabilities(
+                backend=self.backend.name,
+                device=self.name,
+                dtypes=tuple(dt.names(self.backend.dtypes(self))),
+                ops=tuple(sorted(self.backend.kernels.ops()) if self.backend.kernels else ()),
+                unsupported=dict(self.backend.unsupported),
+                timer=self.timer,
+                **facts,
+            )
+        return self._capabilities
+
+    def set_peaks(self, peaks: Mapping[str, Any]) -> None:
+        """Store measured peaks (from the harness) in the capabilities."""
+        self._capabilities = self.capabilities.with_peaks(peaks)
+
+    def supports_dtype(self, dtype: np.dtype) -> bool:
+        """True if tensors of this dtype can live and compute on the device."""
+        return dtype.name in self.capabilities.dtypes
+
+    def check_dtype(self, dtype: np.dtype, op: str = "tensor") -> None:
+        """Raise UnsupportedDType if the device cannot hold or compute this dtype."""
+        if not self.supports_dtype(dtype):
+            why = self.capabilities.unsupported.get(dtype.name, "not in the device's dtypes")
+            raise UnsupportedDType(
+                f"{op}: {self.name} does not support {dtype.name} ({why}); cast with "
+                f"hal.astype or use a device whose capabilities list it"
+            )
+
+    def alloc(self, nbytes: int) -> Allocation:
+        """Allocate device memory through the cache; HalOutOfMemory if it cannot fit."""
+        size = size_class(nbytes)
+        bucket = self._cache.get(size)
+        if bucket:
+            allocation = bucket.pop()
+            allocation.nbytes = nbytes
+        else:
+            allocation = Allocation(self._alloc_or_oom(size, nbytes), nbytes, size)
+            self._reserved += size
+            self._device_allocations += 1
+        self._allocations += 1
+        self._allocated += size
+        self._peak = max(self._peak, self._allocated)
+        return allocation
+
+    def _alloc_or_oom(self, size: int, nbytes: int) -> Any:
+        total = self.capabilities.memory_bytes
+        for attempt in range(2):
+            if total is None or self._reserved + size <= total:
+                try:
+                    return self._alloc(size)
+                except MemoryError:
+                    pass
+            if attempt == 0:
+                self.empty_cache()
+        raise HalOutOfMemory(
+            f"{self.name}: out of memory allocating {nbytes:,} bytes (size class {size:,}); "
+            f"{self._allocated:,} bytes allocated, {self._reserved:,} reserved, "
+            f"device total {'unknown' if total is None else f'{total:,}'}. "
+            "Free tensors, use smaller shapes, or pick a device with more memory."
+        )
+
+    def free(self, allocation: Allocation) -> None:
+        """Return an allocation to the cache for reuse."""
+        self._allocated -= allocation.size
+        self._cache.setdefault(allocation.size, []).append(allocation)
+
+    def empty_cache(self) -> None:
+        """Give every cached (free) block back to the device."""
+        for bucket in self._cache.values():
+            for allocation in bucket:
+                self._free(allocation.handle)
+                self._reserved -= allocation.size
+        self._cache.clear()
+
+    def copy_in(self, allocation: Allocation, host: np.ndarray) -> None:
+        """Copy a contiguous host array into an allocation."""
+        self._check_fits(allocation, host)
+        self._copy_in(allocation.handle, memoryview(host).cast("B"))
+
+    def copy_out(self, host: np.ndarray, allocation: Allocation) -> None:
+        """Copy an allocation into a contiguous, writable host array."""
+        self._check_fits(allocation, host)
+        self._copy_out(memoryview(host).cast("B"), allocation.handle)
+
+    def _check_fits(self, allocation: Allocation, host: np.ndarray) -> None:
+        if not host.flags.c_contiguous:
+            raise DeviceError(f"{self.name}: copies need a C-contiguous host array")
+        if host.nbytes > allocation.size:
+            raise DeviceError(
+                f"{self.name}: copy of {host.nbytes:,} bytes into an allocation of "
+                f"{allocation.size:,} bytes"
+            )
+
+    def memory_stats(self) -> MemoryStats:
+        """Memory accounting of the caching allocator."""
+        return MemoryStats(
+            allocated=self._allocated,
+            reserved=self._reserved,
+            peak=self._peak,
+            allocations=self._allocations,
+            device_allocations=self._device_allocations,
+            total=self.capabilities.memory_bytes,
+        )
+
+    def reset_peak(self) -> None:
+        """Start peak accounting afresh from the bytes allocated now."""
+        self._peak = self._allocated
+
+    def record_event(self) -> Any:
+        """A timing mark after the work queued so far."""
+        return self._record_event()
+
+    def elapsed(self, start: Any, end: Any) -> float:
+        """Seconds between two marks from record_event (waits for `end` to complete)."""
+        return self._elapsed(start, end)
+
+    def kernel(self, op: str, dtype: np.dtype) -> Callable | None:
+        """This device's kernel for an op on a dtype, or None."""
+        return self._kernels.get((op, dtype))
+
+
+Kernel = Callable[..., Any]
+
+
+class KernelTable:
+    """A backend's kernels: op name -> function on device-native arrays, per dtype."""
+
+    def __init__(self, backend: str):
+        self.backend = backend
+        self._entries: dict[tuple[str, np.dtype], tuple[Kernel, bool]] = {}
+
+    def register(self, op: str, dtypes: Iterable | None = None, *, device_arg: bool = True):
+        """Decorator: `fn(device, *natives, **params) -> native` for `op` on `dtypes`.
+
+        dtypes defaults to every dtype the op accepts. With device_arg=False the function
+        takes no device argument (a numpy ufunc, say), which saves a call on the hot path.
+        """
+        from .ops import spec  # the op set is declared once; check names against it
+
+        op_spec = spec(op)
+        chosen = op_spec.dtypes if dtypes is None else tuple(dt.dtype(d) for d in dtypes)
+
+        def decorate(fn: Kernel) -> Kernel:
+            for d in chosen:
+                self._entries[(op_spec.name, d)] = (fn, device_arg)
+            return fn
+
+        return decorate
+
+    def ops(self) -> set[str]:
+        """Names of the ops that have at least one kernel."""
+        return {op for op, _ in self._entries}
+
+    def dtypes_of(self, op: str) -> set[np.dtype]:
+        """Dtypes with a kernel for an op."""
+        return {d for o, d in self._entries if o == op}
+
+    def bind(self, device: Device) -> dict[tuple[str, np.dtype], Kernel]:
+        """The kernels with the device argument bound: (op, dtype) -> callable(*natives)."""
+        return {
+            key: functools.partial(fn, device) if device_arg else fn
+            for key, (fn, device_arg) in self._entries.items()
+        }
+
+
+class Backend:
+    """A factory of devices. Subclasses set `name` and `kernels` and write the hooks."""
+
+    name = "abstract"
+    api_version = API_VERSION
+    kernels: KernelTable | None = None
+    unsupported: Mapping[str, str] = {}  # op or dtype name -> why, shown in capabilities
+
+    def __init__(self):
+        self._open: dict[int, Device] = {}
+
+    def why_unavailable(self) -> str | None:
+        """None when the backend can open a device here, else the reason (cheap: opens nothing)."""
+        return None
+
+    def device_count(self) -> int:
+        """How many devices the backend sees."""
+        return 1
+
+    def _open_device(self, index: int) -> Device:
+        """Open device `index` (called once per index; the result is cached)."""
+        raise NotImplementedError  # abstract hook: every backend opens its own devices
+
+    def dtypes(self, device: Device) -> tuple[np.dtype, ...]:
+        """Dtypes that tensors on the device may have (default: every hal dtype)."""
+        return dt.ALL
+
+    def is_available(self) -> bool:
+        """True if the backend can open a device here."""
+        return self.why_unavailable() is None
+
+    def devices(self) -> list[str]:
+        """Names of the devices, e.g. ['opencl:0', 'opencl:1']; empty when unavailable."""
+        if not self.is_available():
+            return []
+        return [f"{self.name}:{i}" for i in range(self.device_count())]
+
+    def open(self, index: int = 0) -> Device:
+        """The opened device `index` (opened once per process)."""
+        if index in self._open:
+            return self._open[index]
+        reason = self.why_unavailable()
+        if reason is not None:
+            raise BackendUnavailable(f"backend {self.name!r} is unavailable: {reason}")
+        count = self.device_count()
+        if not 0 <= index < count:
+            raise BackendUnavailable(
+                f"backend {self.name!r} has {count} device(s); index {index} is out of range "
+                f"(use {self.name}:0..{count - 1}; `hal devices` lists them)"
+            )
+        self._open[index] = device = self._open_device(index)
+        return device

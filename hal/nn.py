@@ -1,0 +1,195 @@
+"""Composite ops for neural networks and statistics: `hal.nn.softmax`, `hal.nn.layer_norm`, ...
+
+Each composite has a default decomposition into other ops (written here, on hal
+Tensors), so it runs on any backend; a backend may register a fused kernel under the
+same name, and conformance holds both to the same numpy reference.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import functions as F
+from . import ops, shapes
+from .dispatch import call, decomposition
+from .tensor import Tensor
+
+_S = {n: ops.spec(n) for n in ops.names(ops.COMPOSITE)}
+
+
+def mean(x, /, *, axis=None, keepdims: bool = False) -> Tensor:
+    """Arithmetic mean over axes."""
+    return call(_S["mean"], x, axis=axis, keepdims=keepdims)
+
+
+def var(x, /, *, axis=None, correction: float = 0, keepdims: bool = False) -> Tensor:
+    """Variance over axes, dividing by N - correction."""
+    return call(_S["var"], x, axis=axis, correction=correction, keepdims=keepdims)
+
+
+def softmax(x, /, *, axis: int = -1) -> Tensor:
+    """exp(x) / sum(exp(x)) along axis, computed stably (max subtracted)."""
+    return call(_S["softmax"], x, axis=axis)
+
+
+def log_softmax(x, /, *, axis: int = -1) -> Tensor:
+    """log(softmax(x)) along axis, computed stably."""
+    return call(_S["log_softmax"], x, axis=axis)
+
+
+def layer_norm(x, /, weight=None, bias=None, *, eps: float = 1e-5) -> Tensor:
+    """(x - mean) / sqrt(var + eps) over the last axis, then * weight + bias."""
+    return call(_S["layer_norm"], x, weight, bias, eps=eps)
+
+
+def gelu(x, /, *, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit: exact (erf) or approximate='tanh'."""
+    return call(_S["gelu"], x, approximate=approximate)
+
+
+def silu(x, /) -> Tensor:
+    """x * sigmoid(x)."""
+    return call(_S["silu"], x)
+
+
+def sigmoid(x, /) -> Tensor:
+    """1 / (1 + exp(-x))."""
+    return call(_S["sigmoid"], x)
+
+
+def relu(x, /) -> Tensor:
+    """maximum(x, 0)."""
+    return call(_S["relu"], x)
+
+
+def linear(x, weight, bias=None, /, *, activation: str | None = None) -> Tensor:
+    """activation(x @ weight + bias), weight of shape (in_features, out_features).
+
+    activation: None, 'relu', 'gelu', 'gelu_tanh', 'silu', 'sigmoid' or 'tanh'.
+    """
+    return call(_S["linear"], x, weight, bias, activation=activation)
+
+
+def scaled_dot_product_attention(q, k, v, /, *, causal: bool = False,
+                                 scale: float | None = None) -> Tensor:
+    """softmax(q @ k^T * scale [+ causal mask]) @ v over (..., L, E) tensors.
+
+    scale defaults to 1/sqrt(E); the causal mask lets query i see keys j <= i (aligned
+    at the end when the lengths differ, as PyTorch does).
+    """
+    return call(_S["scaled_dot_product_attention"], q, k, v, causal=causal, scale=scale)
+
+
+def roll(x, /, shift, *, axis=None) -> Tensor:
+    """Elements shifted cyclically along axes (flattened when axis is None), as numpy.roll."""
+    return call(_S["roll"], x, shift=shift, axis=axis)
+
+
+# -- default decompositions ---------------------------------------------------------------
+def _count(x: Tensor, axis) -> int:
+    return math.prod(x.shape[a] for a in shapes.axes("mean", axis, x.ndim))
+
+
+@decomposition("mean")
+def _mean(x, *, axis=None, keepdims=False):
+    return F.sum(x, axis=axis, keepdims=keepdims) / _count(x, axis)
+
+
+@decomposition("var")
+def _var(x, *, axis=None, keepdims=False, correction=0):
+    centred = x - mean(x, axis=axis, keepdims=True)
+    return F.sum(centred * centred, axis=axis, keepdims=keepdims) / (_count(x, axis) - correction)
+
+
+@decomposition("softmax")
+def _softmax(x, *, axis=-1):
+    e = F.exp(x - F.max(x, axis=axis, keepdims=True))
+    return e / F.sum(e, axis=axis, keepdims=True)
+
+
+@decomposition("log_softmax")
+def _log_softmax(x, *, axis=-1):
+    s = x - F.max(x, axis=axis, keepdims=True)
+    return s - F.log(F.sum(F.exp(s), axis=axis, keepdims=True))
+
+
+@decomposition("layer_norm")
+def _layer_norm(x, weight=None, bias=None, *, eps=1e-5):
+    centred = x - mean(x, axis=-1, keepdims=True)
+    y = centred / F.sqrt(mean(centred * centred, axis=-1, keepdims=True) + eps)
+    if weight is not None:
+        y = y * weight
+    return y if bias is None else y + bias
+
+
+@decomposition("gelu")
+def _gelu(x, *, approximate="none"):
+    if approximate == "tanh":
+        inner = (x + 0.044715 * (x * x * x)) * math.sqrt(2 / math.pi)
+        return 0.5 * x * (1 + F.tanh(inner))
+    return 0.5 * x * (1 + F.erf(x * (1 / math.sqrt(2))))
+
+
+@decomposition("sigmoid")
+def _sigmoid(x):
+    return 1 / (1 + F.exp(-x))
+
+
+@decomposition("silu")
+def _silu(x):
+    return x * sigmoid(x)
+
+
+@decomposition("relu")
+def _relu(x):
+    return F.maximum(x, 0)
+
+
+_ACTIVATIONS = {
+    None: lambda y: y,
+    "relu": relu,
+    "gelu": gelu,
+    "gelu_tanh": lambda y: gelu(y, approximate="tanh"),
+    "silu": silu,
+    "sigmoid": sigmoid,
+    "tanh": F.tanh,
+}
+
+
+@decomposition("linear")
+def _linear(x, weight, bias=None, *, activation=None):
+    y = F.matmul(x, weight)
+    if bias is not None:
+        y = y + bias
+    return _ACTIVATIONS[activation](y)
+
+
+@decomposition("scaled_dot_product_attention")
+def _attention(q, k, v, *, causal=False, scale=None):
+    s = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = F.matmul(q, F.matrix_transpose(k)) * s
+    if causal:
+        mask = Tensor.from_host(ops.causal_mask(q.shape[-2], k.shape[-2]), q.device)
+        scores = F.where(mask, scores, -np.inf)
+    return F.matmul(softmax(scores, axis=-1), v)
+
+
+@decomposition("roll")
+def _roll(x, *, shift, axis=None):
+    if axis is None:
+        return F.reshape(roll(F.reshape(x, (-1,)), shift=shift, axis=0), x.shape)
+    shifts = (shift,) if isinstance(shift, int) else tuple(shift)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    for s, a in zip(shifts, axes):
+        a = shapes.axis("roll", a, x.ndim)
+        n = x.shape[a]
+        if n == 0 or s % n == 0:
+            continue
+        cut = n - s % n
+        head = [(0, 1, m) for m in x.shape]
+        tail = list(head)
+        head[a], tail[a] = (cut, 1, n - cut), (0, 1, cut)
+        x = F.concat([F.slice(x, head), F.slice(x, tail)], axis=a)
+    return x

@@ -1,0 +1,220 @@
+"""Tensor: a device-native array with its shape, dtype and device; immutable, eager."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import dtypes as dt
+from . import shapes
+from .errors import DeviceError, HalError, ShapeError
+
+
+class Tensor:
+    """An n-d array on a hal device. Ops return new tensors; a tensor is never changed."""
+
+    __slots__ = ("__weakref__", "_data", "device", "dtype", "shape")
+    __hash__ = None  # elementwise ==, as in numpy and the Array API
+    __array_priority__ = 1000  # numpy defers binary operators to Tensor
+
+    @classmethod
+    def _wrap(cls, native, device) -> Tensor:
+        t = object.__new__(cls)
+        t._data = native
+        t.device = device
+        t.shape = tuple(native.shape)
+        t.dtype = native.dtype
+        return t
+
+    @classmethod
+    def from_host(cls, array: np.ndarray, device) -> Tensor:
+        """A tensor on `device` holding the numpy array (copied unless the device is the host)."""
+        dtype = dt.dtype(array.dtype)
+        device.check_dtype(dtype)
+        return cls._wrap(device.upload(array), device)
+
+    # -- properties -------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        """Number of axes."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the elements."""
+        return self.size * self.dtype.itemsize
+
+    @property
+    def T(self) -> Tensor:
+        """The transpose of a 2-d tensor (reversed axes)."""
+        from . import functions
+
+        return functions.permute_dims(self, tuple(reversed(range(self.ndim))))
+
+    @property
+    def mT(self) -> Tensor:
+        """The last two axes swapped."""
+        from . import functions
+
+        return functions.matrix_transpose(self)
+
+    # -- conversion -------------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """The values as a host numpy array (a copy unless the device is the host)."""
+        return self.device.download(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.numpy()
+        return out if dtype is None else out.astype(dtype)
+
+    def to(self, device) -> Tensor:
+        """This tensor on another device (itself if it is there already)."""
+        from .registry import resolve_device
+
+        target = resolve_device(device)
+        if target is self.device:
+            return self
+        return Tensor.from_host(self.numpy(), target)
+
+    def item(self):
+        """The value of a one-element tensor as a Python scalar."""
+        if self.size != 1:
+            raise ShapeError(f"item: needs a one-element tensor, shape is {self.shape}")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self):
+        """The values as nested Python lists."""
+        return self.numpy().tolist()
+
+    def __dlpack__(self, **kwargs):
+        fn = getattr(self._data, "__dlpack__", None)
+        if fn is None:
+            raise DeviceError(
+                f"__dlpack__: {self.device.name} tensors cannot be shared through DLPack; "
+                "use .numpy() for a host copy"
+            )
+        return fn(**kwargs)
+
+    def __dlpack_device__(self):
+        fn = getattr(self._data, "__dlpack_device__", None)
+        if fn is None:
+            raise DeviceError(f"__dlpack_device__: {self.device.name} tensors have no DLPack")
+        return fn()
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __index__(self) -> int:
+        if not (dt.is_integer(self.dtype) or dt.is_bool(self.dtype)):
+            raise HalError(f"__index__: a {self.dtype.name} tensor is not an integer index")
+        return int(self.item())
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise ShapeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        return f"tensor({body}, dtype={self.dtype.name}, device={self.device.name})"
+
+    # -- indexing ---------------------------------------------------------------------
+    def __getitem__(self, key) -> Tensor:
+        from . import functions
+
+        bounds, result_shape, sliced = shapes.index_bounds(self.shape, key)
+        out = self
+        if any(b != (0, 1, n) for b, n in zip(bounds, self.shape)):
+            out = functions.slice(self, bounds)
+        return out if result_shape == sliced else functions.reshape(out, result_shape)
+
+    def __setitem__(self, key, value):
+        raise HalError(
+            "tensors are immutable: build a new one with hal.where, hal.concat or hal.pad"
+        )
+
+    # -- operators --------------------------------------------------------------------
+    def __neg__(self):
+        return _f.negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _f.abs(self)
+
+    def __add__(self, other):
+        return _f.add(self, other)
+
+    def __radd__(self, other):
+        return _f.add(other, self)
+
+    def __sub__(self, other):
+        return _f.subtract(self, other)
+
+    def __rsub__(self, other):
+        return _f.subtract(other, self)
+
+    def __mul__(self, other):
+        return _f.multiply(self, other)
+
+    def __rmul__(self, other):
+        return _f.multiply(other, self)
+
+    def __truediv__(self, other):
+        return _f.divide(self, other)
+
+    def __rtruediv__(self, other):
+        return _f.divide(other, self)
+
+    def __pow__(self, other):
+        return _f.power(self, other)
+
+    def __rpow__(self, other):
+        return _f.power(other, self)
+
+    def __matmul__(self, other):
+        return _f.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _f.matmul(other, self)
+
+    def __eq__(self, other):
+        return _f.equal(self, other)
+
+    def __ne__(self, other):
+        return _f.not_equal(self, other)
+
+    def __lt__(self, other):
+        return _f.less(self, other)
+
+    def __gt__(self, other):
+        return _f.greater(self, other)
+
+    def __le__(self, other):
+        return _f.less_equal(self, other)
+
+    def __ge__(self, other):
+        return _f.greater_equal(self, other)
+
+
+from . import functions as _f  # noqa: E402  (functions imports Tensor: bound after the class)

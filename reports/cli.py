@@ -1,0 +1,138 @@
+"""`hal report` and `hal compare`: argparse subcommands; heavy imports happen only when run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `report` and `compare` subcommands; each sets `func(args) -> exit code`."""
+    p = subparsers.add_parser(
+        "report",
+        help="build report.md, report.html and results.csv from result files",
+        description="Build report.md, a self-contained report.html, results.csv and PNG plots "
+        "from hal results (.jsonl) and pytest-benchmark (.json) files.",
+    )
+    p.add_argument("results", nargs="+", type=Path, help="result files")
+    p.add_argument(
+        "-o",
+        "--out",
+        type=Path,
+        default=None,
+        help="output directory (default: <first file without suffix>-report)",
+    )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="backend the speedup matrix compares against (default: cpu)",
+    )
+    p.set_defaults(func=run_report)
+
+    c = subparsers.add_parser(
+        "compare",
+        help="compare two runs (or the backends of one run) with verdicts",
+        description="Compare BASE and NEW measurement by measurement: speedup of medians "
+        "with a bootstrap CI, Mann-Whitney p-value and a verdict. Exit codes: 0 ok, "
+        "1 regression or new failure, 2 not comparable.",
+    )
+    c.add_argument("base", type=Path, help="baseline result file")
+    c.add_argument("new", type=Path, nargs="?", help="new result file (not with --across)")
+    c.add_argument(
+        "--across",
+        choices=["backends"],
+        default=None,
+        help="compare the backends within BASE against --baseline",
+    )
+    c.add_argument("--baseline", default="cpu", help="baseline backend for --across")
+    c.add_argument(
+        "--threshold",
+        type=float,
+        default=0.05,
+        help="relative change that counts (default 0.05 = 5%%)",
+    )
+    c.add_argument(
+        "--alpha",
+        type=float,
+        default=0.01,
+        help="Mann-Whitney p-value below which a change is significant",
+    )
+    c.add_argument(
+        "--force",
+        action="store_true",
+        help="compare runs with different fingerprints (flagged in the output)",
+    )
+    c.set_defaults(func=run_compare)
+
+
+def _error(message: str) -> int:
+    """Print an error for the user and return the 'not comparable / cannot run' code."""
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """Handler of `hal report`."""
+    from benchmarks.schema import ResultsError
+    from reports.report import ReportError, build_report
+
+    first = args.results[0]
+    out = args.out or first.parent / f"{first.stem}-report"
+    try:
+        written = build_report(args.results, out, baseline=args.baseline)
+    except (ResultsError, ReportError) as exc:
+        return _error(str(exc))
+    print(
+        f"wrote {written[0]}, {written[1].name}, {written[2].name} "
+        f"and {len(written) - 3} plot(s) in {out}"
+    )
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """Handler of `hal compare`."""
+    from benchmarks.schema import ResultsError, load_results
+    from reports import compare
+
+    if (args.across is None) == (args.new is None):
+        return _error("give BASE and NEW, or one file with --across backends")
+    try:
+        base = load_results(args.base)
+        new = None if args.new is None else load_results(args.new)
+    except ResultsError as exc:
+        return _error(str(exc))
+    if new is None:
+        try:
+            rows = compare.compare_backends(base, args.baseline, args.threshold, args.alpha)
+        except ValueError as exc:
+            return _error(str(exc))
+        code = compare.EXIT_OK
+    else:
+        if base.run.fingerprint != new.run.fingerprint:
+            diffs = "; ".join(compare.fingerprint_differences(base.run, new.run))
+            if not args.force:
+                return _error(
+                    f"{args.base} and {args.new} ran on different setups ({diffs}); "
+                    "pass --force to compare anyway"
+                )
+            print(f"warning: different setups, compared anyway (--force): {diffs}")
+        rows = compare.compare_runs(base, new, args.threshold, args.alpha)
+        code = compare.exit_code(rows)
+    table = compare.comparison_table(rows)
+    print(table.to_markdown(index=False) if not table.empty else "no measurements to compare")
+    counts = table["verdict"].value_counts().to_dict() if not table.empty else {}
+    print(", ".join(f"{counts[v]} {v}" for v in compare.VERDICTS if v in counts))
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run `report`/`compare` without the `hal` command (`python -m reports.cli`)."""
+    parser = argparse.ArgumentParser(prog="python -m reports.cli")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Result files as one pandas table: a row per measurement, a `series` per backend/device/run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from benchmarks.schema import Measurement, Results, RunRecord, load_results
+
+KEY_COLUMNS = ["suite", "workload", "params", "dtype"]
+
+
+def format_params(params: dict[str, Any]) -> str:
+    """Params as a short stable label, e.g. `M=1760 N=16`."""
+    return " ".join(f"{k}={v}" for k, v in sorted(params.items()))
+
+
+def format_seconds(seconds: float | None) -> str:
+    """Seconds as a short human figure with a unit (ns, us, ms, s)."""
+    if seconds is None or pd.isna(seconds):
+        return ""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def pct_of_peak(m: Measurement, run: RunRecord) -> float | None:
+    """% of the device's measured peak: FLOP/s for its dtype if it does FLOPs, else GB/s."""
+    if "pct_of_peak" in m.metrics:
+        return m.metrics["pct_of_peak"]
+    device = run.device(m.backend, m.device)
+    if device is None:
+        return None
+    peak_flops = (device.peaks.get("gflops") or {}).get(m.dtype)
+    if m.flops and m.metrics.get("gflops") and peak_flops:
+        return 100.0 * m.metrics["gflops"] / peak_flops
+    peak_bw = device.peaks.get("gbps")
+    if m.metrics.get("gbps") and peak_bw:
+        return 100.0 * m.metrics["gbps"] / peak_bw
+    return None
+
+
+def _row(m: Measurement, results: Results) -> dict[str, Any]:
+    """One measurement as a flat row."""
+    stats = m.stats or {}
+    placement = m.placement
+    return {
+        "run": results.run.id,
+        "file": str(results.path),
+        "fingerprint": results.run.fingerprint,
+        "suite": m.suite,
+        "workload": m.workload,
+        "params": format_params(m.params),
+        "params_json": json.dumps(m.params, sort_keys=True),
+        "dtype": m.dtype,
+        "backend": m.backend,
+        "device": m.device,
+        "status": m.status,
+        "error": m.error or "",
+        "timer": m.timer,
+        "sync": m.sync,
+        "inner_loops": m.inner_loops,
+        "n": stats.get("n"),
+        "median": stats.get("median"),
+        "min": stats.get("min"),
+        "ci_low": stats.get("ci_low"),
+        "ci_high": stats.get("ci_high"),
+        "iqr": stats.get("iqr"),
+        "cv": stats.get("cv"),
+        "flops": m.flops,
+        "bytes": m.bytes,
+        "gflops": m.metrics.get("gflops"),
+        "gbps": m.metrics.get("gbps"),
+        "items_per_s": m.metrics.get("items_per_s"),
+        "pct_of_peak": pct_of_peak(m, results.run),
+        "check_passed": None if m.check is None else m.check.passed,
+        "max_error": None if m.check is None else m.check.max_error,
+        "ops": {} if placement is None else dict(placement.ops),
+        "fallbacks": [] if placement is None else list(placement.fallbacks),
+        "bytes_moved": 0 if placement is None else placement.bytes_moved,
+        "samples": list(m.samples),
+    }
+
+
+def _series(frame: pd.DataFrame) -> pd.Series:
+    """Column labels: backend, plus `:device` when a backend has several, `@run` when several."""
+    many_devices = frame.groupby("backend")["device"].transform("nunique") > 1
+    many_runs = frame["run"].nunique() > 1
+    label = frame["backend"].where(~many_devices, frame["backend"] + ":" + frame["device"])
+    return label + "@" + frame["run"] if many_runs else label
+
+
+def measurements_frame(results: list[Results]) -> pd.DataFrame:
+    """All measurements of `results` as a DataFrame with a `series` column (empty if none)."""
+    rows = [_row(m, r) for r in results for m in r.measurements]
+    frame = pd.DataFrame(rows)
+    return frame if frame.empty else frame.assign(series=_series(frame))
+
+
+def load_frame(paths: list[Path]) -> tuple[pd.DataFrame, list[Results]]:
+    """Read result files (hal JSON lines or pytest-benchmark JSON) into one frame."""
+    results = [load_results(Path(p)) for p in paths]
+    return measurements_frame(results), results

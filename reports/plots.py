@@ -1,0 +1,83 @@
+"""The report's plots as PNG bytes: speedup bars, rooflines, sample distributions."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from benchmarks.schema import DeviceRecord
+
+MAX_ROWS = 40
+
+
+def _figure(width: float, height: float) -> tuple[Figure, Axes]:
+    """A figure with one axes, rendered by Agg (no pyplot, no GUI, no global state)."""
+    fig = Figure(figsize=(width, height), layout="tight")
+    return fig, fig.subplots()
+
+
+def _png(fig: Figure) -> bytes:
+    """Render a figure to PNG bytes."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()
+
+
+def speedup_bars(long: pd.DataFrame, baseline: str) -> bytes:
+    """Horizontal bars of speedup vs `baseline` per workload and series, log scale, CI whiskers."""
+    data = long.head(MAX_ROWS).iloc[::-1]
+    labels = (
+        data["workload"] + " " + data["params"] + " " + data["dtype"] + " (" + data["series"] + ")"
+    )
+    fig, ax = _figure(9, 1.5 + 0.28 * len(data))
+    lower = (data["speedup"] - data["ci_low"]).clip(lower=0).fillna(0)
+    upper = (data["ci_high"] - data["speedup"]).clip(lower=0).fillna(0)
+    colors = np.where(data["speedup"] >= 1, "tab:green", "tab:red")
+    ax.barh(labels, data["speedup"], xerr=[lower, upper], color=colors, left=0)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel(f"speedup vs {baseline} (median ratio, 99% bootstrap CI)")
+    return _png(fig)
+
+
+def roofline(device: DeviceRecord, points: pd.DataFrame) -> bytes:
+    """Roofline of one device from its measured peaks, with its measurements as points."""
+    gbps = device.peaks.get("gbps")
+    peaks = device.peaks.get("gflops") or {}
+    intensity = points["flops"] / points["bytes"]
+    lo = min([0.01, *intensity.tolist()]) / 2
+    hi = max([100.0, *intensity.tolist()]) * 2
+    x = np.geomspace(lo, hi, 200)
+    fig, ax = _figure(7, 4.5)
+    for dtype, peak in sorted(peaks.items()):
+        roof = np.minimum(peak, x * gbps) if gbps else np.full_like(x, peak)
+        ax.plot(x, roof, label=f"peak {dtype}: {peak:.4g} GFLOP/s")
+    if gbps:
+        ax.plot(x, x * gbps, linestyle=":", color="grey", label=f"bandwidth {gbps:.4g} GB/s")
+    for dtype, group in points.groupby("dtype"):
+        ax.scatter(group["flops"] / group["bytes"], group["gflops"], label=str(dtype), s=18)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title(f"roofline: {device.backend} {device.name}")
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def distributions(frame: pd.DataFrame) -> bytes:
+    """Box plots of each measurement's samples relative to its median (spread at a glance)."""
+    data = frame[frame["samples"].map(len) > 0].head(MAX_ROWS).iloc[::-1]
+    labels = (
+        data["workload"] + " " + data["params"] + " " + data["dtype"] + " (" + data["series"] + ")"
+    )
+    relative = [np.asarray(s) / m for s, m in zip(data["samples"], data["median"], strict=True)]
+    fig, ax = _figure(9, 1.5 + 0.28 * len(data))
+    ax.boxplot(relative, orientation="horizontal", tick_labels=list(labels), showfliers=True)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xlabel("sample / median")
+    return _png(fig)

@@ -1,0 +1,157 @@
+"""The results schema: writing, reading, bad lines, versions, resume keys, pytest-benchmark."""
+
+import json
+
+import pytest
+
+from benchmarks.schema import (
+    SCHEMA_VERSION,
+    Check,
+    DeviceRecord,
+    Measurement,
+    Placement,
+    ResultsError,
+    ResultWriter,
+    RunRecord,
+    SchemaVersionError,
+    completed_keys,
+    load_results,
+    measurement_key,
+    read_results,
+)
+from benchmarks.stats import summarize
+
+
+def _measurement(workload="gemm", backend="cpu", samples=(1.0, 1.1, 0.9), **kw):
+    return Measurement(
+        suite="ops", workload=workload, backend=backend, device="cpu", dtype="float32",
+        params={"M": 64, "N": 16}, timer="perf_counter", sync="synchronize", warmup=2,
+        inner_loops=4, samples=list(samples), stats=summarize(samples).to_dict(),
+        flops=2e6, metrics={"gflops": 2e-3}, check=Check(True, 1e-7, 1e-5),
+        placement=Placement({"matmul": "cpu"}, [], 0), **kw,
+    )
+
+
+def _write_run(path, measurements, completed=True):
+    run = RunRecord.new("r1", devices=[DeviceRecord("cpu", "cpu", {"cores": 2})])
+    with ResultWriter(path) as w:
+        w.write_run(run)
+        for m in measurements:
+            w.write(m)
+        w.write_end(run.id, completed)
+    return run
+
+
+def test_round_trip(tmp_path):
+    path = tmp_path / "r1.jsonl"
+    m = _measurement()
+    run = _write_run(path, [m, _measurement("add")])
+    res = read_results(path)
+    assert res.completed
+    assert res.run.id == "r1" and res.run.end is not None
+    assert res.run.fingerprint == run.fingerprint
+    assert res.run.devices[0] == DeviceRecord("cpu", "cpu", {"cores": 2})
+    assert res.measurements[0] == m
+    assert isinstance(res.measurements[0].check, Check)
+    assert res.measurements[0].placement.ops == {"matmul": "cpu"}
+    lines = path.read_text().splitlines()
+    assert all(json.loads(line)["schema"] == SCHEMA_VERSION for line in lines)
+    assert [json.loads(line)["type"] for line in lines] == [
+        "run", "measurement", "measurement", "end"]
+
+
+def test_run_record_describes_host_and_fingerprint_is_stable(monkeypatch, tmp_path):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    monkeypatch.setenv("HAL_FALLBACK", "error")
+    a = RunRecord.new("a", repo=tmp_path)
+    b = RunRecord.new("b", repo=tmp_path)
+    assert a.fingerprint == b.fingerprint == a.compute_fingerprint()
+    assert a.host["cores"] >= 1 and a.host["memory_bytes"] > 0 and a.host["python"]
+    assert a.libraries["numpy"] and "torch" in a.libraries
+    assert a.env["OMP_NUM_THREADS"] == "2" and a.env["HAL_FALLBACK"] == "error"
+    assert a.git is None  # tmp_path is no git checkout
+    b.devices.append(DeviceRecord("cpu", "cpu", peaks={"gbps": 10.0}))
+    c = RunRecord.new("c", devices=[DeviceRecord("cpu", "cpu", peaks={"gbps": 20.0})])
+    assert b.compute_fingerprint() == c.compute_fingerprint()  # measured peaks do not count
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert RunRecord.new("d").fingerprint != a.fingerprint
+
+
+def test_corrupt_and_truncated_lines_are_skipped_with_file_and_line(tmp_path):
+    path = tmp_path / "r.jsonl"
+    _write_run(path, [_measurement("a"), _measurement("b")], completed=False)
+    lines = path.read_text().splitlines()
+    lines.insert(2, "{not json")
+    lines.append(lines[1][: len(lines[1]) // 2])  # a write cut short by a crash
+    path.write_text("\n".join(lines))
+    with pytest.warns(UserWarning) as record:
+        res = read_results(path)
+    messages = [str(w.message) for w in record]
+    assert any(f"{path}:3" in msg for msg in messages)
+    assert any(f"{path}:{len(lines)}" in msg for msg in messages)
+    assert sorted(m.workload for m in res.measurements) == ["a", "b"]
+    assert not res.completed
+
+
+def test_unknown_major_version_is_rejected_naming_file_and_versions(tmp_path):
+    path = tmp_path / "future.jsonl"
+    _write_run(path, [_measurement()])
+    text = path.read_text().replace('"schema": "1.0"', '"schema": "2.3"', 1)
+    path.write_text(text)
+    with pytest.raises(SchemaVersionError, match=r"future\.jsonl:1.*2\.3.*1\.x") as exc:
+        read_results(path)
+    assert isinstance(exc.value, ValueError)
+
+
+def test_newer_minor_version_with_extra_fields_is_read(tmp_path):
+    path = tmp_path / "minor.jsonl"
+    _write_run(path, [_measurement()])
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for rec in lines:
+        rec["schema"] = "1.9"
+        rec["added_later"] = True
+    path.write_text("\n".join(json.dumps(r) for r in lines))
+    assert read_results(path).measurements[0].workload == "gemm"
+
+
+def test_completed_keys_and_last_record_per_key_wins(tmp_path):
+    path = tmp_path / "r.jsonl"
+    run = _write_run(path, [_measurement("a", status="failed", error="boom")], completed=False)
+    with ResultWriter(path) as w:  # a resumed run appends to the same file
+        w.write(_measurement("a"))
+        w.write(_measurement("b"))
+        w.write_end(run.id, True)
+    res = read_results(path)
+    assert res.completed
+    assert [m.status for m in res.measurements if m.workload == "a"] == ["ok"]
+    key = measurement_key("ops", "b", {"N": 16, "M": 64}, "cpu", "cpu", "float32")
+    assert key in completed_keys(res)
+    assert measurement_key("ops", "c", {}, "cpu", "cpu", "float32") not in completed_keys(res)
+
+
+def test_rewritten_run_record_with_peaks_wins(tmp_path):
+    path = tmp_path / "r.jsonl"
+    run = _write_run(path, [], completed=False)
+    run.devices[0].peaks = {"gflops": {"float32": 100.0}, "gbps": 20.0}
+    with ResultWriter(path) as w:
+        w.write_run(run)
+    assert read_results(path).run.device("cpu", "cpu").peaks["gbps"] == 20.0
+
+
+def test_bad_status_and_unreadable_files(tmp_path):
+    with pytest.raises(ValueError, match="status 'weird'"):
+        _measurement(status="weird")
+    missing = tmp_path / "missing.jsonl"
+    with pytest.raises(ResultsError, match="missing.jsonl"):
+        load_results(missing)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(ResultsError, match="no run record"):
+        read_results(empty)
+
+
+def test_not_a_pytest_benchmark_file(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text('{"something": 1}')
+    with pytest.raises(ResultsError, match="not a pytest-benchmark"):
+        load_results(path)

@@ -1,0 +1,79 @@
+"""Synthetic result files written through the real writer."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks.schema import (
+    Check,
+    DeviceRecord,
+    Measurement,
+    Placement,
+    ResultWriter,
+    RunRecord,
+)
+from benchmarks.stats import summarize
+
+PEAKS = {"gflops": {"float32": 200.0, "float64": 100.0}, "gbps": 20.0}
+
+
+def synthetic_measurement(
+    workload: str, backend: str, median: float, seed: int, status: str = "ok",
+    dtype: str = "float32", fallbacks: tuple[str, ...] = (),
+) -> Measurement:
+    """A measurement whose 30 samples are lognormal around `median` (1% spread)."""
+    samples = (median * np.random.default_rng(seed).lognormal(0.0, 0.01, 30)).tolist()
+    ok = status == "ok"
+    flops, nbytes = 2e9, 1e8
+    return Measurement(
+        suite="ops", workload=workload, backend=backend, device="0", dtype=dtype,
+        params={"n": 1024}, status=status, error=None if ok else "kernel crashed",
+        timer="perf_counter", sync="synchronize", warmup=2, inner_loops=3,
+        samples=samples if ok else [], stats=summarize(samples).to_dict() if ok else None,
+        flops=flops, bytes=nbytes,
+        metrics={"gflops": flops / median / 1e9, "gbps": nbytes / median / 1e9} if ok else {},
+        check=Check(ok, 1e-6 if ok else 1.0, 1e-5),
+        placement=Placement({workload: backend, "cast": "cpu" if fallbacks else backend},
+                            list(fallbacks), 4096 * len(fallbacks)),
+    )
+
+
+def write_results(path: Path, measurements: list[Measurement], run_id: str = "run") -> Path:
+    """A results file with a run record (peaks for every backend), measurements and an end."""
+    backends = sorted({m.backend for m in measurements})
+    run = RunRecord.new(run_id, devices=[DeviceRecord("0", b, {"vendor": b}) for b in backends])
+    for d in run.devices:
+        d.peaks = PEAKS
+    with ResultWriter(path) as w:
+        w.write_run(run)
+        for m in measurements:
+            w.write(m)
+        w.write_end(run.id, True)
+    return path
+
+
+@pytest.fixture
+def two_backend_run(tmp_path: Path) -> Path:
+    """One run: cpu and opencl on three workloads; opencl 2x faster on gemm, one failure."""
+    ms = [
+        synthetic_measurement("gemm", "cpu", 0.010, 1),
+        synthetic_measurement("gemm", "opencl", 0.005, 2, fallbacks=("cast",)),
+        synthetic_measurement("add", "cpu", 0.002, 3),
+        synthetic_measurement("add", "opencl", 0.004, 4),
+        synthetic_measurement("fft", "cpu", 0.003, 5, dtype="complex64"),
+        synthetic_measurement("fft", "opencl", 0.003, 6, status="failed", dtype="complex64"),
+    ]
+    return write_results(tmp_path / "two.jsonl", ms)
+
+
+@pytest.fixture
+def measurement():
+    """Factory of synthetic measurements (see `synthetic_measurement`)."""
+    return synthetic_measurement
+
+
+@pytest.fixture
+def results_file(tmp_path: Path):
+    """Factory: `results_file(name, measurements, run_id)` writes a results file in tmp_path."""
+    return lambda name, ms, run_id="run": write_results(tmp_path / name, ms, run_id)

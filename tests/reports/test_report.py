@@ -1,0 +1,76 @@
+"""`hal report`: files produced, tables and plots in them, bad input."""
+
+import csv
+import re
+
+import pytest
+
+from benchmarks.schema import ResultsError
+from reports.cli import main
+from reports.report import ReportError, build_report
+
+
+def test_report_files_tables_and_plots(two_backend_run, tmp_path):
+    out = tmp_path / "out"
+    written = build_report([two_backend_run], out)
+    names = {p.name for p in written}
+    assert {"report.md", "report.html", "results.csv", "speedup.png",
+            "distributions.png"} <= names
+    assert any(n.startswith("roofline-") for n in names)
+    md = (out / "report.md").read_text()
+    assert "## Suite `ops`" in md and "## Speedup vs `cpu`" in md
+    gemm = next(line for line in md.splitlines() if line.startswith("| ops/gemm"))
+    assert re.search(r"\| 2\.0\dx \[", gemm)  # opencl is 2x faster on gemm, with a CI
+    assert "geometric mean" in md
+    assert "| opencl" in md and "cast" in md  # coverage table names the fallen-back op
+    assert "failed: kernel crashed" in md
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == len(written) - 3
+    assert "http://" not in html and "https://" not in html and "<style>" in html
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert len(rows) == 6
+    assert {r["status"] for r in rows} == {"ok", "failed"}
+
+
+def test_speedup_geomean_and_pct_of_peak(two_backend_run, tmp_path):
+    md = build_report([two_backend_run], tmp_path / "o")[0].read_text()
+    geo = next(line for line in md.splitlines() if line.startswith("| geometric mean"))
+    assert "1.00x" in geo  # sqrt(2.0 * 0.5)
+    gemm_cpu = next(line for line in md.splitlines()
+                    if line.startswith("| gemm") and "| cpu " in line)
+    assert "| 200 GFLOP/s" in gemm_cpu  # 2e9 FLOP in 10 ms
+    assert re.search(r"\| +100(\.0)? +\|", gemm_cpu)  # of the 200 GFLOP/s peak
+
+
+def test_several_runs_in_one_report(two_backend_run, tmp_path, measurement, results_file):
+    other = results_file("other.jsonl", [measurement("gemm", "cpu", 0.011, 9)], "other")
+    md = build_report([two_backend_run, other], tmp_path / "o",
+                      baseline="cpu@run")[0].read_text()
+    assert "cpu@other" in md and "opencl@run" in md
+
+
+def test_unknown_baseline_lists_valid_ones(two_backend_run, tmp_path):
+    with pytest.raises(ReportError, match="'tpu'.*cpu, opencl"):
+        build_report([two_backend_run], tmp_path / "o", baseline="tpu")
+
+
+def test_unwritable_output_dir_exits_2_naming_it(two_backend_run, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    out = blocker / "report"
+    assert main(["report", str(two_backend_run), "-o", str(out)]) == 2
+    assert str(out) in capsys.readouterr().err
+
+
+def test_unreadable_results_file_exits_2_naming_it(tmp_path, capsys):
+    missing = tmp_path / "nope.jsonl"
+    with pytest.raises(ResultsError):
+        build_report([missing], tmp_path / "o")
+    assert main(["report", str(missing), "-o", str(tmp_path / "o")]) == 2
+    assert "nope.jsonl" in capsys.readouterr().err
+
+
+def test_cli_default_output_dir(two_backend_run, capsys):
+    assert main(["report", str(two_backend_run)]) == 0
+    assert (two_backend_run.parent / "two-report" / "report.html").exists()
+    assert "two-report" in capsys.readouterr().out
