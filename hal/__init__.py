@@ -32,7 +32,7 @@ from .device import (
     KernelTable,
     MemoryStats,
 )
-from .dispatch import decomposition, fallback_counts, fallback_policy, placement
+from .dispatch import decomposition, fallback_counts, fallback_policy, observe, placement
 from .dtypes import (
     ALL,
     BOOL,

@@ -24,6 +24,7 @@ from .tensor import Tensor
 _decompositions: dict[str, Callable] = {}
 _accepts: dict[str, frozenset] = {s.name: frozenset(s.dtypes) for s in ops.specs()}
 _recorders: list[Placement] = []
+_observers: list[Callable] = []
 _warned: set[tuple] = set()
 fallback_counts: Counter = Counter()  # (op, device, dtype) -> CPU fallbacks since start
 
@@ -87,6 +88,27 @@ def fallback_policy(policy: str) -> Iterator[None]:
         settings.fallback = before
 
 
+@contextlib.contextmanager
+def observe(observer: Callable) -> Iterator[None]:
+    """Call `observer(spec, args, params, out, how)` after every op inside the block.
+
+    args are the operands as the op received them (promoted, scalars made tensors); how
+    is "kernel", "decomposed" or "fallback". A decomposed composite is reported after
+    the ops of its decomposition, which are reported too. This is the hook that tracing
+    frontends (autodiff, graph capture) build on.
+    """
+    _observers.append(observer)
+    try:
+        yield
+    finally:
+        _observers.remove(observer)
+
+
+def _notify(spec, args, params, out, how) -> None:
+    for o in list(_observers):
+        o(spec, args, params, out, how)
+
+
 def _record(op: str, device, dtype, how: str, moved: int = 0) -> None:
     for r in _recorders:
         r.records.append((op, device.name, dtype.name, how))
@@ -126,8 +148,11 @@ def call(spec: ops.OpSpec, *args, **params) -> Tensor:
     if kernel is not None:
         if _recorders:
             _record(spec.name, device, key_dtype, "kernel")
-        out = kernel(*[None if a is None else a._data for a in args], **params)
-        return Tensor._wrap(out, device)
+        out = Tensor._wrap(kernel(*[None if a is None else a._data for a in args], **params),
+                           device)
+        if _observers:
+            _notify(spec, args, params, out, "kernel")
+        return out
     return _without_kernel(spec, device, key_dtype, args, params)
 
 
@@ -170,7 +195,10 @@ def _without_kernel(spec: ops.OpSpec, device, dtype, args: tuple, params: dict) 
     if decompose is not None:
         if _recorders:
             _record(spec.name, device, dtype, "decomposed")
-        return decompose(*args, **params)
+        out = decompose(*args, **params)
+        if _observers:
+            _notify(spec, args, params, out, "decomposed")
+        return out
     policy = settings.fallback
     where = f"{spec.name} on {device.name} for {dtype.name}"
     if policy == "error":
@@ -187,7 +215,10 @@ def _without_kernel(spec: ops.OpSpec, device, dtype, args: tuple, params: dict) 
     fallback_counts[(spec.name, device.name, dtype.name)] += 1
     moved = result.nbytes + sum(h.nbytes for h in host if h is not None)
     _record(spec.name, device, dtype, "fallback", moved)
-    return Tensor.from_host(result, device)
+    out = Tensor.from_host(result, device)
+    if _observers:
+        _notify(spec, args, params, out, "fallback")
+    return out
 
 
 _ASTYPE = ops.spec("astype")

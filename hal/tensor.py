@@ -64,6 +64,27 @@ class Tensor:
 
         return functions.matrix_transpose(self)
 
+    def astype(self, dtype) -> Tensor:
+        """This tensor converted to dtype."""
+        return _f.astype(self, dtype)
+
+    def reshape(self, *shape) -> Tensor:
+        """The same elements in a new shape."""
+        return _f.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
+                          else shape)
+
+    def sum(self, axis=None, keepdims: bool = False) -> Tensor:
+        """Sum over axes."""
+        return _f.sum(self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis=None, keepdims: bool = False) -> Tensor:
+        """Maximum over axes."""
+        return _f.max(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims: bool = False) -> Tensor:
+        """Minimum over axes."""
+        return _f.min(self, axis=axis, keepdims=keepdims)
+
     # -- conversion -------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
         """The values as a host numpy array (a copy unless the device is the host)."""
