@@ -37,7 +37,7 @@ def speedup_bars(long: pd.DataFrame, baseline: str) -> bytes:
     lower = (data["speedup"] - data["ci_low"]).clip(lower=0).fillna(0)
     upper = (data["ci_high"] - data["speedup"]).clip(lower=0).fillna(0)
     colors = np.where(data["speedup"] >= 1, "tab:green", "tab:red")
-    ax.barh(labels, data["speedup"], xerr=[lower, upper], color=colors, left=0)
+    ax.barh(labels, data["speedup"] - 1.0, left=1.0, xerr=[lower, upper], color=colors)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_xlabel(f"speedup vs {baseline} (median ratio, 99% bootstrap CI)")
@@ -53,13 +53,23 @@ def roofline(device: DeviceRecord, points: pd.DataFrame) -> bytes:
     hi = max([100.0, *intensity.tolist()]) * 2
     x = np.geomspace(lo, hi, 200)
     fig, ax = _figure(7, 4.5)
+    dtypes = sorted(set(peaks) | set(points["dtype"]))
+    color = {d: f"C{i % 10}" for i, d in enumerate(dtypes)}
     for dtype, peak in sorted(peaks.items()):
         roof = np.minimum(peak, x * gbps) if gbps else np.full_like(x, peak)
-        ax.plot(x, roof, label=f"peak {dtype}: {peak:.4g} GFLOP/s")
+        ax.plot(x, roof, color=color[dtype], label=f"peak {dtype}: {peak:.4g} GFLOP/s")
     if gbps:
         ax.plot(x, x * gbps, linestyle=":", color="grey", label=f"bandwidth {gbps:.4g} GB/s")
     for dtype, group in points.groupby("dtype"):
-        ax.scatter(group["flops"] / group["bytes"], group["gflops"], label=str(dtype), s=18)
+        ax.scatter(
+            group["flops"] / group["bytes"],
+            group["gflops"],
+            s=18,
+            color=color[dtype],
+            edgecolors="black",
+            linewidths=0.5,
+            label=str(dtype),
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")

@@ -52,7 +52,7 @@ def _runs_table(results: list[Results]) -> pd.DataFrame:
                 "memory GiB": round(memory / 2**30, 1) if memory else None,
                 "os": host.get("os", ""),
                 "python": host.get("python", ""),
-                "git": f"{str(git.get('commit') or '')[:10]}{' (dirty)' if git.get('dirty') else ''}",
+                "git": str(git.get("commit") or "")[:10] + (" (dirty)" if git.get("dirty") else ""),
                 "fingerprint": run.fingerprint[:12],
             }
         )

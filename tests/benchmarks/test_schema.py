@@ -24,11 +24,23 @@ from benchmarks.stats import summarize
 
 def _measurement(workload="gemm", backend="cpu", samples=(1.0, 1.1, 0.9), **kw):
     return Measurement(
-        suite="ops", workload=workload, backend=backend, device="cpu", dtype="float32",
-        params={"M": 64, "N": 16}, timer="perf_counter", sync="synchronize", warmup=2,
-        inner_loops=4, samples=list(samples), stats=summarize(samples).to_dict(),
-        flops=2e6, metrics={"gflops": 2e-3}, check=Check(True, 1e-7, 1e-5),
-        placement=Placement({"matmul": "cpu"}, [], 0), **kw,
+        suite="ops",
+        workload=workload,
+        backend=backend,
+        device="cpu",
+        dtype="float32",
+        params={"M": 64, "N": 16},
+        timer="perf_counter",
+        sync="synchronize",
+        warmup=2,
+        inner_loops=4,
+        samples=list(samples),
+        stats=summarize(samples).to_dict(),
+        flops=2e6,
+        metrics={"gflops": 2e-3},
+        check=Check(True, 1e-7, 1e-5),
+        placement=Placement({"matmul": "cpu"}, [], 0),
+        **kw,
     )
 
 
@@ -57,7 +69,11 @@ def test_round_trip(tmp_path):
     lines = path.read_text().splitlines()
     assert all(json.loads(line)["schema"] == SCHEMA_VERSION for line in lines)
     assert [json.loads(line)["type"] for line in lines] == [
-        "run", "measurement", "measurement", "end"]
+        "run",
+        "measurement",
+        "measurement",
+        "end",
+    ]
 
 
 def test_run_record_describes_host_and_fingerprint_is_stable(monkeypatch, tmp_path):
@@ -142,7 +158,7 @@ def test_bad_status_and_unreadable_files(tmp_path):
     with pytest.raises(ValueError, match="status 'weird'"):
         _measurement(status="weird")
     missing = tmp_path / "missing.jsonl"
-    with pytest.raises(ResultsError, match="missing.jsonl"):
+    with pytest.raises(ResultsError, match=r"missing\.jsonl"):
         load_results(missing)
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")

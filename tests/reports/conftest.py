@@ -19,23 +19,42 @@ PEAKS = {"gflops": {"float32": 200.0, "float64": 100.0}, "gbps": 20.0}
 
 
 def synthetic_measurement(
-    workload: str, backend: str, median: float, seed: int, status: str = "ok",
-    dtype: str = "float32", fallbacks: tuple[str, ...] = (),
+    workload: str,
+    backend: str,
+    median: float,
+    seed: int,
+    status: str = "ok",
+    dtype: str = "float32",
+    fallbacks: tuple[str, ...] = (),
 ) -> Measurement:
     """A measurement whose 30 samples are lognormal around `median` (1% spread)."""
     samples = (median * np.random.default_rng(seed).lognormal(0.0, 0.01, 30)).tolist()
     ok = status == "ok"
     flops, nbytes = 2e9, 1e8
     return Measurement(
-        suite="ops", workload=workload, backend=backend, device="0", dtype=dtype,
-        params={"n": 1024}, status=status, error=None if ok else "kernel crashed",
-        timer="perf_counter", sync="synchronize", warmup=2, inner_loops=3,
-        samples=samples if ok else [], stats=summarize(samples).to_dict() if ok else None,
-        flops=flops, bytes=nbytes,
+        suite="ops",
+        workload=workload,
+        backend=backend,
+        device="0",
+        dtype=dtype,
+        params={"n": 1024},
+        status=status,
+        error=None if ok else "kernel crashed",
+        timer="perf_counter",
+        sync="synchronize",
+        warmup=2,
+        inner_loops=3,
+        samples=samples if ok else [],
+        stats=summarize(samples).to_dict() if ok else None,
+        flops=flops,
+        bytes=nbytes,
         metrics={"gflops": flops / median / 1e9, "gbps": nbytes / median / 1e9} if ok else {},
         check=Check(ok, 1e-6 if ok else 1.0, 1e-5),
-        placement=Placement({workload: backend, "cast": "cpu" if fallbacks else backend},
-                            list(fallbacks), 4096 * len(fallbacks)),
+        placement=Placement(
+            {workload: backend, "cast": "cpu" if fallbacks else backend},
+            list(fallbacks),
+            4096 * len(fallbacks),
+        ),
     )
 
 

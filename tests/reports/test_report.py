@@ -14,8 +14,7 @@ def test_report_files_tables_and_plots(two_backend_run, tmp_path):
     out = tmp_path / "out"
     written = build_report([two_backend_run], out)
     names = {p.name for p in written}
-    assert {"report.md", "report.html", "results.csv", "speedup.png",
-            "distributions.png"} <= names
+    assert {"report.md", "report.html", "results.csv", "speedup.png", "distributions.png"} <= names
     assert any(n.startswith("roofline-") for n in names)
     md = (out / "report.md").read_text()
     assert "## Suite `ops`" in md and "## Speedup vs `cpu`" in md
@@ -36,21 +35,21 @@ def test_speedup_geomean_and_pct_of_peak(two_backend_run, tmp_path):
     md = build_report([two_backend_run], tmp_path / "o")[0].read_text()
     geo = next(line for line in md.splitlines() if line.startswith("| geometric mean"))
     assert "1.00x" in geo  # sqrt(2.0 * 0.5)
-    gemm_cpu = next(line for line in md.splitlines()
-                    if line.startswith("| gemm") and "| cpu " in line)
+    gemm_cpu = next(
+        line for line in md.splitlines() if line.startswith("| gemm") and "| cpu " in line
+    )
     assert "| 200 GFLOP/s" in gemm_cpu  # 2e9 FLOP in 10 ms
     assert re.search(r"\| +100(\.0)? +\|", gemm_cpu)  # of the 200 GFLOP/s peak
 
 
 def test_several_runs_in_one_report(two_backend_run, tmp_path, measurement, results_file):
     other = results_file("other.jsonl", [measurement("gemm", "cpu", 0.011, 9)], "other")
-    md = build_report([two_backend_run, other], tmp_path / "o",
-                      baseline="cpu@run")[0].read_text()
+    md = build_report([two_backend_run, other], tmp_path / "o", baseline="cpu@run")[0].read_text()
     assert "cpu@other" in md and "opencl@run" in md
 
 
 def test_unknown_baseline_lists_valid_ones(two_backend_run, tmp_path):
-    with pytest.raises(ReportError, match="'tpu'.*cpu, opencl"):
+    with pytest.raises(ReportError, match=r"'tpu'.*cpu, opencl"):
         build_report([two_backend_run], tmp_path / "o", baseline="tpu")
 
 
