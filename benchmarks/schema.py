@@ -70,11 +70,21 @@ class Check:
 
 @dataclass
 class Placement:
-    """Where each op of a workload ran: op -> backend, ops that fell back, bytes moved."""
+    """Where the ops of one call ran, as `hal.placement()` reports it.
 
-    ops: dict[str, str] = field(default_factory=dict)
-    fallbacks: list[str] = field(default_factory=list)
+    `ops` maps op -> {"<device>:<how>": calls} with how in kernel/decomposed/fallback;
+    `fallbacks` counts CPU fallbacks and `bytes_moved` the bytes they copied.
+    """
+
+    ops: dict[str, dict[str, int]] = field(default_factory=dict)
+    fallbacks: int = 0
     bytes_moved: int = 0
+
+    def fallback_ops(self) -> list[str]:
+        """Ops that ran at least once through the CPU fallback."""
+        return sorted(
+            op for op, where in self.ops.items() if any(k.endswith(":fallback") for k in where)
+        )
 
 
 @dataclass
@@ -155,7 +165,11 @@ class DeviceRecord:
 
 @dataclass
 class RunRecord:
-    """When, where and with what software a run happened; `fingerprint` names the setup."""
+    """When, where and with what software a run happened; `fingerprint` names the setup.
+
+    `config` is what the run was asked to measure (suites, backends, dtypes, options), so
+    that an interrupted run can be resumed with the same plan.
+    """
 
     id: str
     start: str = field(default_factory=utc_now)
@@ -167,7 +181,7 @@ class RunRecord:
     env: dict[str, str] = field(default_factory=dict)
     loadavg: list[float] | None = None
     fingerprint: str = ""
-    argv: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.devices = [
@@ -209,7 +223,7 @@ class RunRecord:
         run_id: str,
         devices: list[DeviceRecord] | None = None,
         repo: Path | None = None,
-        argv: list[str] | None = None,
+        config: dict[str, Any] | None = None,
     ) -> RunRecord:
         """A run record describing this machine and process now, fingerprint included."""
         run = cls(
@@ -220,7 +234,7 @@ class RunRecord:
             libraries=library_versions(),
             env=relevant_env(),
             loadavg=list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-            argv=list(argv or []),
+            config=dict(config or {}),
         )
         run.fingerprint = run.compute_fingerprint()
         return run

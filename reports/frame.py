@@ -80,7 +80,8 @@ def _row(m: Measurement, results: Results) -> dict[str, Any]:
         "check_passed": None if m.check is None else m.check.passed,
         "max_error": None if m.check is None else m.check.max_error,
         "ops": {} if placement is None else dict(placement.ops),
-        "fallbacks": [] if placement is None else list(placement.fallbacks),
+        "fallback_ops": [] if placement is None else placement.fallback_ops(),
+        "fallbacks": 0 if placement is None else placement.fallbacks,
         "bytes_moved": 0 if placement is None else placement.bytes_moved,
         "samples": list(m.samples),
     }

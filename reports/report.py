@@ -191,7 +191,7 @@ def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return frame
     flat = frame.drop(columns=["samples", "ops", "params_json"])
-    return flat.assign(fallbacks=frame["fallbacks"].map(";".join))
+    return flat.assign(fallback_ops=frame["fallback_ops"].map(";".join))
 
 
 def build_report(paths: list[Path], out_dir: Path, baseline: str | None = None) -> list[Path]:

@@ -113,23 +113,25 @@ def speedup_matrix(long: pd.DataFrame) -> pd.DataFrame:
 
 
 def coverage_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per backend: measurement statuses, ops run natively vs fallen back, bytes moved."""
+    """Per backend: statuses, ops run by its kernels / decomposed / on the CPU fallback."""
     rows = []
     for series, group in frame.groupby("series"):
-        backend = group["backend"].iloc[0]
-        where = {op: ran for ops in group["ops"] for op, ran in ops.items()}
-        fallbacks = [op for ops in group["fallbacks"] for op in ops]
+        how: dict[str, set[str]] = {"kernel": set(), "decomposed": set(), "fallback": set()}
+        for ops in group["ops"]:
+            for op, where in ops.items():
+                for place in where:
+                    how.setdefault(place.rsplit(":", 1)[-1], set()).add(op)
         counts = group["status"].value_counts()
         rows.append(
             {
                 "backend": series,
                 "measurements": len(group),
                 **{s: int(counts.get(s, 0)) for s in ("ok", "failed", "skipped", "timeout")},
-                "ops seen": len(where),
-                "ops native": sum(ran == backend for ran in where.values()),
-                "ops fallen back": len(set(fallbacks)),
-                "fallback calls": len(fallbacks),
-                "fallback ops": ", ".join(sorted(set(fallbacks))),
+                "ops by kernel": len(how["kernel"]),
+                "ops decomposed": len(how["decomposed"]),
+                "ops on CPU fallback": len(how["fallback"]),
+                "fallback calls": int(group["fallbacks"].sum()),
+                "fallback ops": ", ".join(sorted(how["fallback"])),
                 "bytes moved": int(group["bytes_moved"].sum()),
             }
         )

@@ -39,7 +39,7 @@ def _measurement(workload="gemm", backend="cpu", samples=(1.0, 1.1, 0.9), **kw):
         flops=2e6,
         metrics={"gflops": 2e-3},
         check=Check(True, 1e-7, 1e-5),
-        placement=Placement({"matmul": "cpu"}, [], 0),
+        placement=Placement({"matmul": {"cpu:0:kernel": 1}}, 0, 0),
         **kw,
     )
 
@@ -65,7 +65,7 @@ def test_round_trip(tmp_path):
     assert res.run.devices[0] == DeviceRecord("cpu", "cpu", {"cores": 2})
     assert res.measurements[0] == m
     assert isinstance(res.measurements[0].check, Check)
-    assert res.measurements[0].placement.ops == {"matmul": "cpu"}
+    assert res.measurements[0].placement.ops == {"matmul": {"cpu:0:kernel": 1}}
     lines = path.read_text().splitlines()
     assert all(json.loads(line)["schema"] == SCHEMA_VERSION for line in lines)
     assert [json.loads(line)["type"] for line in lines] == [

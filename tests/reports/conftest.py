@@ -51,8 +51,11 @@ def synthetic_measurement(
         metrics={"gflops": flops / median / 1e9, "gbps": nbytes / median / 1e9} if ok else {},
         check=Check(ok, 1e-6 if ok else 1.0, 1e-5),
         placement=Placement(
-            {workload: backend, "cast": "cpu" if fallbacks else backend},
-            list(fallbacks),
+            {
+                workload: {f"{backend}:0:kernel": 1},
+                **{op: {f"{backend}:0:fallback": 1} for op in fallbacks},
+            },
+            len(fallbacks),
             4096 * len(fallbacks),
         ),
     )
