@@ -142,6 +142,11 @@ class Measurement:
         """The JSON record of this measurement."""
         return {"type": "measurement", "schema": SCHEMA_VERSION, **asdict(self)}
 
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> Measurement:
+        """A measurement from its JSON record (record keys this version lacks are ignored)."""
+        return _from_dict(cls, record)
+
 
 def measurement_key(
     suite: str, workload: str, params: dict[str, Any], backend: str, device: str, dtype: str
@@ -154,13 +159,16 @@ def measurement_key(
 class DeviceRecord:
     """A device as the run saw it: capabilities and measured peaks.
 
-    `peaks` holds `gflops` (dtype -> GFLOP/s) and `gbps` (GB/s), measured by the `peak` suite.
+    `peaks` holds `gflops` (dtype -> GFLOP/s) and `gbps` (GB/s), measured by the `peak`
+    suite; `peaks_from` is the id of the run that measured them (this run or an earlier
+    one on the same setup).
     """
 
     name: str
     backend: str
     capabilities: dict[str, Any] = field(default_factory=dict)
     peaks: dict[str, Any] = field(default_factory=dict)
+    peaks_from: str | None = None
 
 
 @dataclass
@@ -419,7 +427,7 @@ def read_results(path: Path) -> Results:
             if kind == "run":
                 run = _from_dict(RunRecord, record)
             elif kind == "measurement":
-                m = _from_dict(Measurement, record)
+                m = Measurement.from_dict(record)
                 by_key[m.key] = m
             elif kind == "end":
                 completed = bool(record.get("completed"))

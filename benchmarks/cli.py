@@ -1,0 +1,124 @@
+"""`hal bench`: argparse subcommand; hal, the suites and the report load only when it runs.
+
+The command ends by writing the report, so it composes the harness with `reports` (the
+one place the benchmark side reaches up to the report layer, lazily, as a CLI does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `bench` subcommand; it sets `func(args) -> exit code`."""
+    p = subparsers.add_parser(
+        "bench",
+        help="run benchmark suites on the available backends and write a report",
+        description="Run benchmark suites (default: peak and quick) on every available "
+        "backend or those named, record every measurement to <out>/<run-id>.jsonl as it is "
+        "taken, and write a report beside it. Ctrl-C keeps what was measured; --resume "
+        "finishes the run.",
+    )
+    p.add_argument(
+        "--suite",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="suite to run (repeatable; default: peak and quick)",
+    )
+    p.add_argument(
+        "--backend",
+        action="append",
+        default=None,
+        metavar="NAME[:INDEX]",
+        help="backend or device to measure (repeatable; default: every available)",
+    )
+    p.add_argument(
+        "--dtype",
+        action="append",
+        default=None,
+        metavar="DTYPE",
+        help="only these dtypes (repeatable)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer and shorter samples (wider confidence intervals)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds one measurement may take before it is a timeout (default 300)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results directory (default: <HAL_CACHE_DIR>/results)",
+    )
+    p.add_argument(
+        "--resume",
+        metavar="RUN",
+        default=None,
+        help="finish an interrupted run: its id or its .jsonl file",
+    )
+    p.add_argument("--no-report", action="store_true", help="do not write the report")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of `hal bench`: 0 done, 1 a measurement failed, 2 bad request, 130 Ctrl-C."""
+    import hal
+    from benchmarks.harness import BenchError, Config, run_bench
+
+    out = args.out or hal.settings.cache_dir / "results"
+    config = Config(
+        suites=args.suite or Config().suites,
+        backends=args.backend or [],
+        dtypes=args.dtype or [],
+        quick=args.quick,
+        timeout=args.timeout,
+    )
+    try:
+        outcome = run_bench(config, out, resume=args.resume)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if outcome.interrupted:
+        print(
+            f"\ninterrupted: {outcome.measured} measurement(s) kept in {outcome.path}; "
+            f"finish with `hal bench --resume {outcome.run_id} --out {out}`",
+            file=sys.stderr,
+        )
+        return 130
+    print(
+        f"{outcome.measured} measurement(s) in {outcome.path}"
+        f" ({outcome.failed} failed or timed out)"
+    )
+    if not args.no_report:
+        from benchmarks.schema import ResultsError
+        from reports.report import ReportError, build_report
+
+        report_dir = outcome.path.with_name(f"{outcome.run_id}-report")
+        try:
+            written = build_report([outcome.path], report_dir)
+        except (ResultsError, ReportError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"report: {written[0]} and {written[1].name}")
+    return 1 if outcome.failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run `bench` without the `hal` command (`python -m benchmarks.cli bench ...`)."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.cli")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""Measure one workload on one device and dtype: check, warm up, calibrate, sample.
+
+The output is checked against the numpy reference before any time counts (a wrong
+answer is recorded as failed, not timed). Warm-up calls are discarded; the inner loop
+is calibrated so one sample lasts far longer than the timer's resolution; each sample
+is bracketed by device events (`Device.record_event`, which synchronises the device
+where it has no events of its own) and divided by the inner-loop count.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import hal
+from benchmarks.schema import Check, Measurement, Placement
+from benchmarks.stats import summarize
+from benchmarks.workload import Workload
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    """How long to measure: samples wanted, time per sample, budget per measurement."""
+
+    warmup: int = 2
+    min_samples: int = 10
+    max_samples: int = 30
+    sample_time: float = 0.01
+    budget: float = 2.0
+
+    @classmethod
+    def quick(cls) -> TimingOptions:
+        """Fewer, shorter samples for `--quick` runs."""
+        return cls(warmup=1, min_samples=10, max_samples=15, sample_time=0.005, budget=0.5)
+
+
+def sync_method(device: hal.Device) -> str:
+    """How the timed region is closed on this device."""
+    if type(device)._record_event is not hal.Device._record_event:
+        return "device events (record_event/elapsed)"
+    return "synchronize() then host perf_counter"
+
+
+def normwise_error(actual: np.ndarray, expected: np.ndarray) -> float:
+    """max|actual - expected| / max|expected| (absolute error when expected is all zero)."""
+    if actual.shape != expected.shape:
+        raise ValueError(f"output shape {actual.shape} differs from the reference {expected.shape}")
+    scale = float(np.max(np.abs(expected))) if expected.size else 0.0
+    diff = float(np.max(np.abs(actual.astype(expected.dtype) - expected))) if actual.size else 0.0
+    return diff / scale if scale > 0 else diff
+
+
+def _wide(a: np.ndarray) -> np.ndarray:
+    """The array in double precision for the reference computation."""
+    if a.dtype.kind == "c":
+        return a.astype(np.complex128)
+    if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+        return a.astype(np.float64)
+    return a
+
+
+def _time_block(device: hal.Device, run: Any, tensors: list, options: dict, inner: int) -> float:
+    """Seconds per call of `inner` back-to-back calls, between two device events."""
+    start = device.record_event()
+    for _ in range(inner):
+        run(*tensors, **options)
+    end = device.record_event()
+    return device.elapsed(start, end) / inner
+
+
+def measure(
+    workload: Workload,
+    suite: str,
+    dtype: str,
+    device: hal.Device,
+    timing: TimingOptions,
+    peaks: dict[str, Any] | None = None,
+) -> Measurement:
+    """Measure `workload` on `device` for `dtype`; errors become failed/skipped records.
+
+    What the device does not support (a dtype, an op, an op that would need the CPU
+    fallback, which benchmarks refuse) is `skipped`; any other error is `failed`.
+    """
+    record = Measurement(
+        suite=suite,
+        workload=workload.name,
+        params=workload.params,
+        backend=device.backend.name,
+        device=device.name,
+        dtype=dtype,
+        timer=device.timer,
+        sync=sync_method(device),
+        warmup=timing.warmup,
+    )
+    try:
+        case = workload.build(np.dtype(hal.dtype(dtype)))
+        tensors = [hal.asarray(a, device=device) for a in case.inputs]
+        with hal.fallback_policy("error"), hal.placement() as placed:
+            out = workload.run(*tensors, **workload.options)
+            device.synchronize()
+        record.placement = Placement(**placed.to_dict())
+        expected = workload.reference(*[_wide(a) for a in case.inputs], **workload.options)
+        error = normwise_error(np.asarray(out.numpy()), np.asarray(expected))
+    except (hal.UnsupportedDType, hal.UnsupportedOp, hal.FallbackRefused) as exc:
+        record.status, record.error = "skipped", f"{type(exc).__name__}: {exc}"
+        return record
+    except Exception as exc:  # any failure of the backend under test is a result, not a crash
+        record.status, record.error = "failed", f"{type(exc).__name__}: {exc}"
+        return record
+    record.flops, record.bytes, record.items = case.flops, case.bytes, case.items
+    tolerance = workload.tolerance(dtype)
+    record.check = Check(passed=bool(error <= tolerance), max_error=error, tolerance=tolerance)
+    if not record.check.passed:
+        record.status = "failed"
+        record.error = f"wrong answer: normwise error {error:.3g} > tolerance {tolerance:.3g}"
+        return record
+    with hal.fallback_policy("error"):
+        record.samples, record.inner_loops = _sample(workload, device, tensors, timing)
+    summary = summarize(record.samples)
+    record.stats = summary.to_dict()
+    record.metrics = derived_metrics(record, summary.median, peaks or {})
+    return record
+
+
+def _sample(
+    workload: Workload, device: hal.Device, tensors: list, timing: TimingOptions
+) -> tuple[list[float], int]:
+    """Warm up (the fastest warm-up call calibrates the inner loop), then sample.
+
+    At least `min_samples` are taken; more, up to `max_samples`, while within `budget`.
+    """
+    one = min(
+        _time_block(device, workload.run, tensors, workload.options, 1)
+        for _ in range(max(1, timing.warmup))
+    )
+    inner = max(1, math.ceil(timing.sample_time / max(one, 1e-9)))
+    samples: list[float] = []
+    started = time.perf_counter()
+    while len(samples) < timing.max_samples and (
+        len(samples) < timing.min_samples or time.perf_counter() - started < timing.budget
+    ):
+        samples.append(_time_block(device, workload.run, tensors, workload.options, inner))
+    return samples, inner
+
+
+def derived_metrics(record: Measurement, median: float, peaks: dict[str, Any]) -> dict[str, float]:
+    """GFLOP/s, GB/s, items/s and % of the device's measured peak from the median time."""
+    metrics: dict[str, float] = {}
+    if record.flops:
+        metrics["gflops"] = record.flops / median / 1e9
+    if record.bytes:
+        metrics["gbps"] = record.bytes / median / 1e9
+    if record.items:
+        metrics["items_per_s"] = record.items / median
+    peak_flops = (peaks.get("gflops") or {}).get(record.dtype)
+    if "gflops" in metrics and peak_flops:
+        metrics["pct_of_peak"] = 100.0 * metrics["gflops"] / peak_flops
+    elif "gbps" in metrics and peaks.get("gbps"):
+        metrics["pct_of_peak"] = 100.0 * metrics["gbps"] / peaks["gbps"]
+    return metrics
+
+
+def merge_peak(peaks: dict[str, Any], kind: str, record: Measurement) -> dict[str, Any]:
+    """Peaks with `record`'s rate folded in (the best rate seen is the practical peak)."""
+    if record.status != "ok":
+        return peaks
+    merged = {"gflops": dict(peaks.get("gflops") or {}), "gbps": peaks.get("gbps")}
+    rate = record.metrics.get(kind)
+    if kind == "gflops" and rate:
+        merged["gflops"][record.dtype] = max(rate, merged["gflops"].get(record.dtype, 0.0))
+    elif kind == "gbps" and rate:
+        merged["gbps"] = max(rate, merged["gbps"] or 0.0)
+    return {k: v for k, v in merged.items() if v}

@@ -1,0 +1,103 @@
+"""Workloads and suites: what a benchmark measures, and how suites are found.
+
+A suite is a module `benchmarks/suites/<name>.py` whose docstring describes it and whose
+`workloads()` returns a list of `Workload`s. A workload builds seeded host inputs for a
+dtype (with the work one call does), runs on device tensors, and has a numpy reference
+the output is checked against before any time counts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from benchmarks import suites
+
+# Normwise relative error allowed per output dtype: max|out - ref| / max|ref|.
+TOLERANCE = {
+    "float16": 1e-2,
+    "bfloat16": 5e-2,
+    "float32": 1e-4,
+    "complex64": 1e-4,
+    "float64": 1e-10,
+    "complex128": 1e-10,
+}
+
+
+class SuiteError(ValueError):
+    """An unknown suite, or a suite module that does not follow the protocol."""
+
+
+@dataclass
+class Case:
+    """Inputs of one workload for one dtype, and the work one call does.
+
+    `flops` are floating-point operations, `bytes` the minimum bytes moved to and from
+    memory, `items` the items processed (elements, rows, transforms) per call.
+    """
+
+    inputs: list[np.ndarray]
+    flops: float | None = None
+    bytes: float | None = None
+    items: float | None = None
+
+
+@dataclass
+class Workload:
+    """One benchmark: a named computation with params, dtypes, inputs, run and reference.
+
+    `build(dtype)` makes a Case of host inputs; `run(*tensors, **options)` computes on the
+    device; `reference(*arrays, **options)` computes the expected result with numpy in
+    double precision. `peak` marks workloads whose best rate is the device's practical
+    peak: "gflops" (per dtype) or "gbps".
+    """
+
+    name: str
+    params: dict[str, Any]
+    dtypes: Sequence[str]
+    build: Callable[[np.dtype], Case]
+    run: Callable[..., Any]
+    reference: Callable[..., np.ndarray]
+    options: dict[str, Any] = field(default_factory=dict)
+    tolerance_scale: float = 1.0
+    peak: str | None = None
+
+    def tolerance(self, dtype: str) -> float:
+        """Allowed normwise relative error of the output for `dtype`."""
+        return TOLERANCE.get(dtype, 0.0) * self.tolerance_scale
+
+
+def random_array(shape: tuple[int, ...], dtype: np.dtype, seed: int) -> np.ndarray:
+    """Seeded standard-normal host data of `dtype` (complex: independent parts)."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    values = rng.standard_normal(shape, dtype=np.float64)
+    if dtype.kind == "c":
+        values = values + 1j * rng.standard_normal(shape, dtype=np.float64)
+    return values.astype(dtype)
+
+
+def suite_names() -> list[str]:
+    """Names of the suites in `benchmarks/suites/`."""
+    return sorted(m.name for m in pkgutil.iter_modules(suites.__path__) if not m.ispkg)
+
+
+def load_suite(name: str) -> ModuleType:
+    """The suite module `name`; SuiteError listing the valid names if there is none."""
+    if name not in suite_names():
+        raise SuiteError(f"unknown suite {name!r}; suites: {', '.join(suite_names())}")
+    module = importlib.import_module(f"benchmarks.suites.{name}")
+    if not callable(getattr(module, "workloads", None)):
+        raise SuiteError(f"suite module {module.__name__} has no workloads() function")
+    return module
+
+
+def suite_workloads(name: str) -> list[Workload]:
+    """The workloads of suite `name`."""
+    return list(load_suite(name).workloads())

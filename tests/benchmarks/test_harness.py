@@ -1,0 +1,221 @@
+"""The harness on the real CPU backend: plans, timing, checks, isolation, resume, Ctrl-C."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hal
+from benchmarks.cli import main
+from benchmarks.harness import (
+    PACKAGE_ROOT,
+    BenchError,
+    Config,
+    DeviceRunner,
+    plan,
+    resolve_devices,
+)
+from benchmarks.schema import DeviceRecord, Measurement, read_results
+from benchmarks.suites import ops
+from benchmarks.timing import TimingOptions, derived_metrics, measure, merge_peak, normwise_error
+
+FAST = TimingOptions(warmup=1, min_samples=10, max_samples=10, sample_time=0.001, budget=0.1)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    """Peaks cached by these runs go to a temporary cache directory."""
+    monkeypatch.setattr(hal.settings, "cache_dir", tmp_path / "cache")
+    monkeypatch.setenv("HAL_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_unknown_suite_backend_dtype_list_the_valid_ones():
+    with pytest.raises(BenchError, match=r"unknown suite nope; suites: ops, peak, quick, smoke"):
+        plan(Config(suites=["nope"]), ["cpu:0"])
+    with pytest.raises(BenchError, match=r"unknown dtype int3 .*dtypes: complex64, float32"):
+        plan(Config(suites=["smoke"], dtypes=["int3"]), ["cpu:0"])
+    with pytest.raises(BenchError, match=r"unknown backend 'tpu'; registered: cpu"):
+        resolve_devices(["tpu"])
+    with pytest.raises(BenchError, match=r"device 'cpu:7' does not exist; devices: cpu:0"):
+        resolve_devices(["cpu:7"])
+
+
+def test_default_devices_are_available_backends_with_kernels():
+    devices = resolve_devices([])
+    assert "cpu:0" in devices
+    assert "null:0" not in devices  # the copy-me template has no kernels
+
+
+def test_plan_filters_dtypes():
+    tasks = plan(Config(suites=["smoke"], dtypes=["float64"]), ["cpu:0"])
+    assert {t.dtype for t in tasks} == {"float64"}
+    assert {t.workload.name for t in tasks} == {"add", "sum", "gemm"}
+
+
+def test_measure_checks_then_times_on_the_cpu():
+    device = hal.device("cpu")
+    m = measure(ops.gemm(64, 16, 64), "smoke", "float32", device, FAST)
+    assert m.status == "ok", m.error
+    assert m.check.passed and m.check.max_error <= m.check.tolerance
+    assert len(m.samples) == m.stats["n"] == 10 and m.inner_loops >= 1
+    assert m.stats["min"] <= m.stats["median"] <= m.stats["max"]
+    assert m.flops == 2 * 64 * 16 * 64
+    assert m.metrics["gflops"] == pytest.approx(m.flops / m.stats["median"] / 1e9)
+    assert m.placement.ops["matmul"] == {"cpu:0:kernel": 1}
+    assert m.timer == device.timer and "synchronize" in m.sync
+
+
+def test_wrong_answer_is_failed_and_not_timed():
+    wrong = ops.gemm(32, 8, 32)
+    wrong.reference = lambda a, b: np.matmul(a, b) + 1.0
+    m = measure(wrong, "smoke", "float64", hal.device("cpu"), FAST)
+    assert m.status == "failed" and "wrong answer" in m.error
+    assert not m.check.passed and m.samples == [] and m.stats is None
+
+
+def test_unsupported_on_a_backend_is_skipped_with_the_reason():
+    m = measure(ops.gemm(32, 8, 32), "smoke", "float32", hal.device("null"), FAST)
+    assert m.status == "skipped"
+    assert "FallbackRefused" in m.error and "matmul" in m.error
+
+
+def test_normwise_error_and_derived_metrics():
+    assert normwise_error(np.array([1.0, 2.1]), np.array([1.0, 2.0])) == pytest.approx(0.05)
+    assert normwise_error(np.zeros(2), np.zeros(2)) == 0.0
+    m = Measurement("s", "w", "cpu", "cpu:0", "float32", flops=2e9, bytes=1e9, items=10)
+    metrics = derived_metrics(m, 0.01, {"gflops": {"float32": 400.0}, "gbps": 50.0})
+    assert metrics == pytest.approx(
+        {"gflops": 200.0, "gbps": 100.0, "items_per_s": 1000.0, "pct_of_peak": 50.0}
+    )
+    m.status, m.metrics = "ok", metrics
+    peaks = merge_peak({"gflops": {"float32": 150.0}}, "gflops", m)
+    assert peaks == {"gflops": {"float32": 200.0}}
+    assert merge_peak(peaks, "gbps", m) == {"gflops": {"float32": 200.0}, "gbps": 100.0}
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_bench_smoke_end_to_end_then_resume(tmp_path, capsys):
+    out = tmp_path / "results"
+    assert (
+        main(["bench", "--suite", "smoke", "--backend", "cpu", "--quick", "--out", str(out)]) == 0
+    )
+    (path,) = out.glob("*.jsonl")
+    res = read_results(path)
+    assert res.completed and len(res.measurements) == 9
+    assert all(m.status == "ok" and m.check.passed for m in res.measurements)
+    assert res.run.devices[0].capabilities["backend"] == "cpu"
+    assert res.run.config["suites"] == ["smoke"] and res.run.config["quick"]
+    assert (out / f"{path.stem}-report" / "report.html").exists()
+    assert "9 measurement(s)" in capsys.readouterr().out
+
+    lines = path.read_text().splitlines()  # cut the run short after 4 measurements
+    kept = [line for line in lines if '"type": "measurement"' in line][:4]
+    path.write_text("\n".join([lines[0], *kept]) + "\n")
+    assert main(["bench", "--resume", path.stem, "--out", str(out), "--no-report"]) == 0
+    records = _lines(path)
+    assert sum(r["type"] == "measurement" for r in records) == 9  # 4 kept + 5 measured
+    assert records[-1] == {**records[-1], "type": "end", "completed": True}
+    assert len(read_results(path).measurements) == 9
+
+
+def test_resume_of_an_unknown_run_names_the_runs(tmp_path, capsys):
+    assert main(["bench", "--resume", "nope", "--out", str(tmp_path)]) == 2
+    assert "no run 'nope' to resume" in capsys.readouterr().err
+
+
+def test_unknown_backend_from_the_command_line(tmp_path, capsys):
+    assert main(["bench", "--backend", "tpu", "--out", str(tmp_path)]) == 2
+    assert "registered: cpu" in capsys.readouterr().err
+
+
+def _fake_worker(body: str) -> tuple[str, ...]:
+    """A real child process that talks the worker protocol and then misbehaves."""
+    script = textwrap.dedent("""
+        import json, os, signal, sys, time
+        job = json.load(sys.stdin)
+        def send(m):
+            print(json.dumps(m), flush=True)
+        send({"event": "device", "capabilities": {"backend": "cpu"}})
+        send({"event": "start", "task": 0})
+    """) + textwrap.dedent(body)
+    return (sys.executable, "-c", script)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "text"),
+    [
+        ("os.kill(os.getpid(), signal.SIGKILL)", "failed", "killed by SIGKILL (out of memory?)"),
+        (
+            "sys.stderr.write('segfault in kernel\\n'); sys.exit(3)",
+            "failed",
+            "exited with code 3: segfault in kernel",
+        ),
+        ("time.sleep(60)", "timeout", "time limit of 1 s"),
+    ],
+)
+def test_a_crashing_or_hanging_child_becomes_a_record_and_the_rest_goes_on(
+    body, status, text, monkeypatch
+):
+    monkeypatch.setattr(DeviceRunner, "command", _fake_worker(body))
+    tasks = plan(Config(suites=["smoke"], dtypes=["float64"]), ["cpu:0"])
+    got: list[Measurement] = []
+    runner = DeviceRunner(
+        DeviceRecord("cpu:0", "cpu"),
+        Config(timeout=1.0),
+        lambda task, m: got.append(m),
+        lambda caps: None,
+    )
+    started = time.monotonic()
+    runner.run(tasks)
+    assert [m.workload for m in got] == [t.workload.name for t in tasks]  # one child per task
+    assert all(m.status == status and text in m.error for m in got)
+    assert time.monotonic() - started < 30
+
+
+def test_ctrl_c_keeps_what_was_measured(tmp_path):
+    out = tmp_path / "results"
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.cli",
+            "bench",
+            "--suite",
+            "ops",
+            "--dtype",
+            "float64",
+            "--quick",
+            "--backend",
+            "cpu",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=PACKAGE_ROOT,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        files = list(out.glob("*.jsonl"))
+        if files and '"type": "measurement"' in files[0].read_text():
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "--resume" in err
+    res = read_results(files[0])
+    assert not res.completed and len(res.measurements) >= 1
