@@ -72,7 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Handler of `hal bench`: 0 done, 1 a measurement failed, 2 bad request, 130 Ctrl-C."""
     import hal
-    from benchmarks.harness import BenchError, Config, run_bench
+    from benchmarks.harness import run_bench
+    from benchmarks.plan import BenchError, Config
 
     out = args.out or hal.settings.cache_dir / "results"
     config = Config(

@@ -1,27 +1,17 @@
-"""Run suites on devices: plan, isolate each device in a child process, record as measured.
+"""Run a benchmark: plan it, measure each device in isolation, record as measured.
 
-Each device runs in `python -m benchmarks.worker` with a time limit per measurement. A
-crash, hang or out-of-memory kill becomes a `failed`/`timeout` record with the error text,
-and a fresh child carries on with the rest. Every record is appended and fsynced to
-`<out>/<run-id>.jsonl` as it arrives, so Ctrl-C keeps what was measured and
-`--resume RUN` finishes the run without redoing it. Peaks measured by the `peak` suite
-go into the run record and a per-setup cache, and give later measurements their % of peak.
+Every record is appended and fsynced to `<out>/<run-id>.jsonl` as it arrives, so Ctrl-C
+keeps what was measured and `--resume RUN` finishes the run without redoing it. Peaks
+measured by the `peak` suite go into the run record and a per-setup cache, and give
+later measurements their % of peak.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
-import queue
-import signal
-import subprocess
-import sys
-import tempfile
-import threading
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,268 +19,25 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import hal
+from benchmarks.isolation import PACKAGE_ROOT, DeviceRunner
+from benchmarks.plan import BenchError, Config, Task, plan, resolve_devices
 from benchmarks.schema import (
     DeviceRecord,
     Measurement,
-    MeasurementKey,
     ResultWriter,
     RunRecord,
-    measurement_key,
     new_run_id,
     read_results,
 )
-from benchmarks.timing import TimingOptions, merge_peak
-from benchmarks.workload import Workload, suite_names, suite_workloads
-
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SUITES = ("peak", "quick")
+from benchmarks.timing import merge_peak
 
 
-class BenchError(ValueError):
-    """A bench request that cannot run (unknown suite, backend or dtype; bad resume)."""
-
-
-@dataclass(frozen=True)
-class Task:
-    """One measurement to take: a suite's workload (by index) on a device for a dtype."""
-
-    suite: str
-    index: int
-    workload: Workload
-    dtype: str
-    backend: str
-    device: str
-
-    @property
-    def key(self) -> MeasurementKey:
-        """The key its measurement record will have."""
-        return measurement_key(
-            self.suite,
-            self.workload.name,
-            self.workload.params,
-            self.backend,
-            self.device,
-            self.dtype,
-        )
-
-
-@dataclass
-class Config:
-    """What a run measures; stored in the run record so a resume follows the same plan."""
-
-    suites: list[str] = field(default_factory=lambda: list(DEFAULT_SUITES))
-    backends: list[str] = field(default_factory=list)
-    dtypes: list[str] = field(default_factory=list)
-    quick: bool = False
-    timeout: float = 300.0
-
-    def timing(self) -> TimingOptions:
-        """Timing options for this run."""
-        return TimingOptions.quick() if self.quick else TimingOptions()
-
-
-def resolve_devices(backends: list[str]) -> list[str]:
-    """Device names for the requested backends (`name` or `name:index`).
-
-    With none requested: device 0 of every available backend that has kernels. Raises
-    BenchError listing the valid names for an unknown or unavailable backend.
-    """
-    if not backends:
-        return [
-            f"{n}:0"
-            for n in hal.available_backends()
-            if hal.backend(n).kernels and hal.backend(n).kernels.ops()
-        ]
-    devices = []
-    for spec in backends:
-        name, _, index = spec.partition(":")
-        if name not in hal.backends():
-            raise BenchError(f"unknown backend {name!r}; registered: {', '.join(hal.backends())}")
-        backend = hal.backend(name)
-        if not backend.is_available():
-            raise BenchError(
-                f"backend {name!r} is unavailable: {backend.why_unavailable()}; "
-                f"available: {', '.join(hal.available_backends())}"
-            )
-        if index and not (index.isdigit() and int(index) < backend.device_count()):
-            raise BenchError(
-                f"device {spec!r} does not exist; devices: {', '.join(backend.devices())}"
-            )
-        devices.append(f"{name}:{index or 0}")
-    return devices
-
-
-def plan(config: Config, devices: list[str]) -> list[Task]:
-    """Tasks for every suite x workload x dtype x device; BenchError for unknown names."""
-    unknown = [s for s in config.suites if s not in suite_names()]
-    if unknown:
-        raise BenchError(f"unknown suite {', '.join(unknown)}; suites: {', '.join(suite_names())}")
-    loaded = {s: suite_workloads(s) for s in config.suites}
-    offered = sorted({d for ws in loaded.values() for w in ws for d in w.dtypes})
-    bad = [d for d in config.dtypes if d not in offered]
-    if bad:
-        raise BenchError(
-            f"unknown dtype {', '.join(bad)} for suites {', '.join(config.suites)}; "
-            f"dtypes: {', '.join(offered)}"
-        )
-    return [
-        Task(suite, i, w, dtype, device.partition(":")[0], device)
-        for device in devices
-        for suite, ws in loaded.items()
-        for i, w in enumerate(ws)
-        for dtype in w.dtypes
-        if not config.dtypes or dtype in config.dtypes
-    ]
-
-
-def _failure(task: Task, status: str, error: str) -> Measurement:
-    """A record for a task the child could not finish."""
-    return Measurement(
-        suite=task.suite,
-        workload=task.workload.name,
-        params=task.workload.params,
-        backend=task.backend,
-        device=task.device,
-        dtype=task.dtype,
-        status=status,
-        error=error,
-    )
-
-
-def _stderr_tail(path: Path, lines: int = 5) -> str:
-    """The last lines the child wrote to stderr."""
-    text = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-    return " | ".join(text[-lines:])
-
-
-def _exit_text(code: int) -> str:
-    """A child's exit status in words."""
-    if code < 0:
-        name = signal.Signals(-code).name
-        hint = " (out of memory?)" if -code == signal.SIGKILL else ""
-        return f"killed by {name}{hint}"
-    return f"exited with code {code}"
-
-
-class DeviceRunner:
-    """Measures a device's tasks in child processes, one time limit per measurement."""
-
-    command = (sys.executable, "-m", "benchmarks.worker")  # the child; reads the job on stdin
-
-    def __init__(
-        self,
-        device: DeviceRecord,
-        config: Config,
-        on_record: Callable[[Task, Measurement], None],
-        on_device: Callable[[dict[str, Any]], None],
-    ):
-        self.device, self.config = device.name, config
-        self.record = device  # its peaks, current when a child starts, seed the child's
-        self.on_record, self.on_device = on_record, on_device
-
-    def run(self, tasks: list[Task]) -> None:
-        """Measure every task; a hung or dead child is replaced for the remaining ones."""
-        remaining = list(tasks)
-        while remaining:
-            remaining = self._child(remaining)
-
-    def _child(self, tasks: list[Task]) -> list[Task]:
-        """Run one child over `tasks`; return the tasks still to do when it hangs or dies."""
-        job = {
-            "device": self.device,
-            "timing": vars(self.config.timing()),
-            "peaks": self.record.peaks,
-            "tasks": [(t.suite, t.index, t.dtype) for t in tasks],
-        }
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(
-                p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")) if p
-            ),
-        }
-        with tempfile.NamedTemporaryFile("w+", suffix=".stderr", delete=False) as err:
-            err_path = Path(err.name)
-        try:
-            with open(err_path, "w") as err_file:
-                proc = subprocess.Popen(
-                    self.command,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=err_file,
-                    text=True,
-                    env=env,
-                    cwd=PACKAGE_ROOT,
-                    start_new_session=True,
-                )
-            try:
-                return self._follow(proc, tasks, job, err_path)
-            finally:
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        finally:
-            err_path.unlink(missing_ok=True)
-
-    def _follow(
-        self, proc: subprocess.Popen, tasks: list[Task], job: dict[str, Any], err_path: Path
-    ) -> list[Task]:
-        """Feed the job, then relay messages until the child finishes, hangs or dies."""
-        assert proc.stdin is not None and proc.stdout is not None
-        lines: queue.Queue[str | None] = queue.Queue()
-
-        def pump() -> None:
-            for line in proc.stdout:
-                lines.put(line)
-            lines.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
-        proc.stdin.write(json.dumps(job))
-        proc.stdin.close()
-        current: int | None = None
-        done = 0
-        while True:
-            try:
-                line = lines.get(timeout=self.config.timeout)
-            except queue.Empty:
-                os.killpg(proc.pid, signal.SIGKILL)
-                if current is None:
-                    return self._fail_all(
-                        tasks[done:],
-                        "timeout",
-                        f"no answer from {self.device} in {self.config.timeout:g} s",
-                    )
-                self.on_record(
-                    tasks[current],
-                    _failure(
-                        tasks[current],
-                        "timeout",
-                        f"no result within the time limit of {self.config.timeout:g} s",
-                    ),
-                )
-                return tasks[current + 1 :]
-            if line is None:
-                code = proc.wait()
-                if done == len(tasks):
-                    return []
-                why = f"worker {_exit_text(code)}: {_stderr_tail(err_path)}"
-                if current is None:
-                    return self._fail_all(tasks[done:], "failed", why)
-                self.on_record(tasks[current], _failure(tasks[current], "failed", why))
-                return tasks[current + 1 :]
-            message = json.loads(line)
-            if message["event"] == "device":
-                self.on_device(message["capabilities"])
-            elif message["event"] == "start":
-                current = message["task"]
-            elif message["event"] == "measurement":
-                self.on_record(tasks[message["task"]], Measurement.from_dict(message["record"]))
-                current, done = None, message["task"] + 1
-
-    def _fail_all(self, tasks: list[Task], status: str, why: str) -> list[Task]:
-        """Record every task as not measured (the device never became ready)."""
-        for task in tasks:
-            self.on_record(task, _failure(task, status, why))
-        return []
+def setup_fingerprint(run: RunRecord) -> str:
+    """The fingerprint of a run's host, libraries and environment (no devices): the key
+    under which peaks are cached, known before any device is opened."""
+    return RunRecord(
+        id=run.id, host=run.host, libraries=run.libraries, env=run.env
+    ).compute_fingerprint()
 
 
 def _peaks_cache(cache_dir: Path) -> Path:
@@ -381,7 +128,9 @@ class _Recorder:
         self.outcome.measured += 1
         self.outcome.failed += m.status in ("failed", "timeout")
         if task.workload.peak and m.status == "ok":
-            device.peaks = merge_peak(device.peaks, task.workload.peak, m)
+            # Peaks measured now replace those an earlier run left in the cache.
+            mine = device.peaks if device.peaks_from == self.run.id else {}
+            device.peaks = merge_peak(mine, task.workload.peak, m)
             device.peaks_from = self.run.id
             self.save_run()
             try:
@@ -413,9 +162,7 @@ def run_bench(
     else:
         run = RunRecord.new(new_run_id(), repo=PACKAGE_ROOT, config=vars(config))
         path, done = out_dir / f"{run.id}.jsonl", set()
-    machine = RunRecord(
-        id=run.id, host=run.host, libraries=run.libraries, env=run.env
-    ).compute_fingerprint()
+    machine = setup_fingerprint(run)
     names = resolve_devices(config.backends)
     tasks = [t for t in plan(config, names) if t.key not in done]
     cached = load_cached_peaks(cache_dir, machine)

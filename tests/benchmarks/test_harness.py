@@ -5,24 +5,25 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.progress import Progress
 
 import hal
 from benchmarks.cli import main
 from benchmarks.harness import (
-    PACKAGE_ROOT,
-    BenchError,
-    Config,
-    DeviceRunner,
-    plan,
-    resolve_devices,
+    Outcome,
+    _Recorder,
+    load_cached_peaks,
+    save_cached_peaks,
+    setup_fingerprint,
 )
-from benchmarks.schema import DeviceRecord, Measurement, read_results
+from benchmarks.isolation import PACKAGE_ROOT
+from benchmarks.plan import BenchError, Config, plan, resolve_devices
+from benchmarks.schema import DeviceRecord, Measurement, ResultWriter, RunRecord, read_results
 from benchmarks.suites import ops
 from benchmarks.timing import TimingOptions, derived_metrics, measure, merge_peak, normwise_error
 
@@ -138,50 +139,6 @@ def test_unknown_backend_from_the_command_line(tmp_path, capsys):
     assert "registered: cpu" in capsys.readouterr().err
 
 
-def _fake_worker(body: str) -> tuple[str, ...]:
-    """A real child process that talks the worker protocol and then misbehaves."""
-    script = textwrap.dedent("""
-        import json, os, signal, sys, time
-        job = json.load(sys.stdin)
-        def send(m):
-            print(json.dumps(m), flush=True)
-        send({"event": "device", "capabilities": {"backend": "cpu"}})
-        send({"event": "start", "task": 0})
-    """) + textwrap.dedent(body)
-    return (sys.executable, "-c", script)
-
-
-@pytest.mark.parametrize(
-    ("body", "status", "text"),
-    [
-        ("os.kill(os.getpid(), signal.SIGKILL)", "failed", "killed by SIGKILL (out of memory?)"),
-        (
-            "sys.stderr.write('segfault in kernel\\n'); sys.exit(3)",
-            "failed",
-            "exited with code 3: segfault in kernel",
-        ),
-        ("time.sleep(60)", "timeout", "time limit of 1 s"),
-    ],
-)
-def test_a_crashing_or_hanging_child_becomes_a_record_and_the_rest_goes_on(
-    body, status, text, monkeypatch
-):
-    monkeypatch.setattr(DeviceRunner, "command", _fake_worker(body))
-    tasks = plan(Config(suites=["smoke"], dtypes=["float64"]), ["cpu:0"])
-    got: list[Measurement] = []
-    runner = DeviceRunner(
-        DeviceRecord("cpu:0", "cpu"),
-        Config(timeout=1.0),
-        lambda task, m: got.append(m),
-        lambda caps: None,
-    )
-    started = time.monotonic()
-    runner.run(tasks)
-    assert [m.workload for m in got] == [t.workload.name for t in tasks]  # one child per task
-    assert all(m.status == status and text in m.error for m in got)
-    assert time.monotonic() - started < 30
-
-
 def test_ctrl_c_keeps_what_was_measured(tmp_path):
     out = tmp_path / "results"
     env = {**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)}
@@ -219,3 +176,48 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path):
     assert "--resume" in err
     res = read_results(files[0])
     assert not res.completed and len(res.measurements) >= 1
+
+
+def test_peaks_measured_now_replace_cached_ones(tmp_path):
+    run = RunRecord.new("now")
+    device = DeviceRecord("cpu:0", "cpu", peaks={"gflops": {"float32": 999.0}}, peaks_from="old")
+    with ResultWriter(tmp_path / "r.jsonl") as writer:
+        outcome = Outcome(tmp_path / "r.jsonl", "now", 0, 1)
+        recorder = _Recorder(run, writer, "fp", tmp_path / "cache", Progress(), outcome)
+        task = plan(Config(suites=["peak"], dtypes=["float32"]), ["cpu:0"])[0]
+        m = Measurement("peak", "gemm", "cpu", "cpu:0", "float32", metrics={"gflops": 100.0})
+        recorder.measured(device, task, m)
+    assert device.peaks == {"gflops": {"float32": 100.0}} and device.peaks_from == "now"
+    assert load_cached_peaks(tmp_path / "cache", "fp") == {
+        "cpu:0": {"gflops": {"float32": 100.0}, "run": "now"}
+    }
+
+
+def test_cached_peaks_give_a_later_run_its_pct_of_peak(tmp_path):
+    cache = tmp_path / "cache"  # the autouse fixture points hal.settings.cache_dir here
+    fingerprint = setup_fingerprint(RunRecord.new("any", repo=PACKAGE_ROOT))
+    save_cached_peaks(cache, fingerprint, "cpu:0", {"gflops": {"float32": 1e6}}, "earlier")
+    out = tmp_path / "results"
+    assert (
+        main(
+            [
+                "bench",
+                "--suite",
+                "smoke",
+                "--dtype",
+                "float32",
+                "--backend",
+                "cpu",
+                "--quick",
+                "--out",
+                str(out),
+                "--no-report",
+            ]
+        )
+        == 0
+    )
+    res = read_results(next(out.glob("*.jsonl")))
+    (device,) = res.run.devices
+    assert device.peaks_from == "earlier" and device.peaks["gflops"]["float32"] == 1e6
+    gemm = next(m for m in res.measurements if m.workload == "gemm")
+    assert gemm.metrics["pct_of_peak"] == pytest.approx(gemm.metrics["gflops"] / 1e4)
