@@ -1,0 +1,225 @@
+"""Reverse mode: a tape of the ops that depend on the inputs, walked backwards with VJP rules.
+
+`vjp`, `grad`, `value_and_grad`, `elementwise_grad` and `jacrev`. Every rule is written
+in hal ops, so the backward pass is itself observed by enclosing levels and can be
+differentiated again to any order. Complex convention: see `frontends.autograd`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+import hal
+from hal import HalError, Tensor
+from hal import dtypes as dt
+
+from . import vjp_composites  # noqa: F401  (registers the composite rules)
+from .pytree import flatten, unflatten
+from .trace import (
+    Blocked,
+    Level,
+    active,
+    blocked_output,
+    check_flow,
+    check_input,
+    followed,
+    fresh,
+)
+from .vjp_rules import RULES
+
+
+class Tape(Level):
+    """A reverse-mode level: records every op with a watched operand, in execution order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nodes: list[tuple] = []
+        self.marks: dict[int, tuple[Tensor, object]] = {}  # id -> (tensor, True | Blocked)
+
+    def watch(self, x: Tensor) -> None:
+        """Follow x (an input of the level)."""
+        self.marks[id(x)] = (x, True)
+
+    def mark(self, t):
+        """True or a Blocked marker for a followed tensor, None otherwise."""
+        if t is None:
+            return None
+        entry = self.marks.get(id(t))
+        return entry[1] if entry is not None and entry[0] is t else None
+
+    def record(self, spec, args, params, out) -> None:
+        """Add the op to the tape if one of its operands is followed."""
+        marks = [self.mark(a) for a in args]
+        if not followed(spec, marks):
+            return
+        self.nodes.append((spec, args, params, out, marks))
+        self.marks[id(out)] = (out, blocked_output(spec, args, out, marks) or True)
+
+    def backward(self, outputs: Sequence[Tensor], cotangents: Sequence[Tensor],
+                 inputs: Sequence[Tensor], mode: str) -> list:
+        """Cotangents of `inputs` (None where none reached them) given those of `outputs`."""
+        grads: dict[int, Tensor] = {}
+        for o, c in zip(outputs, cotangents, strict=True):
+            m = self.mark(o)
+            if isinstance(m, Blocked):
+                raise m.error(mode)
+            if m:
+                grads[id(o)] = c if id(o) not in grads else grads[id(o)] + c
+        for spec, args, params, out, marks in reversed(self.nodes):
+            g = grads.pop(id(out), None)
+            if g is None:
+                continue
+            check_flow(spec, marks, mode)
+            rule = RULES.get(spec.name)
+            if rule is None:
+                raise HalError(f"{mode}: op {spec.name} has no VJP rule; it cannot be "
+                               "differentiated in reverse mode (use forward mode: jvp)")
+            needs = [bool(m) for m in marks]
+            with self.own_work():
+                for a, need, c in zip(args, needs, rule(g, args, params, out, needs), strict=True):
+                    if need and c is not None:
+                        k = id(a)
+                        grads[k] = c if k not in grads else grads[k] + c
+        return [grads.get(id(x)) for x in inputs]
+
+
+def vjp(f: Callable, *primals, has_aux: bool = False):
+    """(f(*primals), vjp_fn) with vjp_fn(cotangent) -> cotangents shaped like primals.
+
+    primals and f's result may be Tensors or tuple/list/dict pytrees of Tensors; with
+    has_aux, f returns (output, aux) and the result is (output, vjp_fn, aux).
+    """
+    leaves, structure = flatten(primals, "primal")
+    for x in leaves:
+        check_input(x, "vjp", "primal")
+    xs = [fresh(x) for x in leaves]
+    tape = Tape()
+    for x in xs:
+        tape.watch(x)
+    with active(tape):
+        result = f(*unflatten(structure, xs))
+    aux = None
+    if has_aux:
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            raise HalError("vjp: with has_aux=True the function must return (output, aux)")
+        result, aux = result
+    outs, _out_structure = flatten(result, "output of the function")
+
+    def vjp_fn(cotangent):
+        cts, _ct_structure = flatten(cotangent, "cotangent")
+        if len(cts) != len(outs):
+            raise HalError(f"vjp: {len(cts)} cotangents for {len(outs)} outputs; pass one "
+                           "per output, in the output's structure")
+        for o, c in zip(outs, cts, strict=True):
+            if tuple(c.shape) != tuple(o.shape) or c.dtype != o.dtype:
+                raise HalError(
+                    f"vjp: cotangent {c.dtype.name}{list(c.shape)} does not match output "
+                    f"{o.dtype.name}{list(o.shape)}; give it the output's shape and dtype"
+                )
+        grads = tape.backward(outs, cts, xs, "vjp")
+        filled = [hal.zeros_like(x) if g is None else g for x, g in zip(xs, grads, strict=True)]
+        return tuple(unflatten(structure, filled))
+
+    return (result, vjp_fn, aux) if has_aux else (result, vjp_fn)
+
+
+def _argnums(fn: str, argnums, nargs: int) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for i in nums:
+        if not isinstance(i, int) or not -nargs <= i < nargs:
+            raise HalError(f"{fn}: argnums {argnums!r} out of range for {nargs} arguments")
+    return tuple(i % nargs for i in nums)
+
+
+def _partial(f, args, nums):
+    def g(*diff):
+        full = list(args)
+        for i, d in zip(nums, diff, strict=True):
+            full[i] = d
+        return f(*full)
+
+    return g
+
+
+def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """A function returning (f(*args), gradient of f with respect to args[argnums]).
+
+    f must return a real scalar (shape ()); argnums may be a tuple, giving a tuple of
+    gradients. With has_aux, f returns (value, aux) and the result is ((value, aux), grad).
+    For complex inputs the gradient is df/dx - i df/dy (JAX's convention).
+    """
+    def wrapped(*args):
+        nums = _argnums("grad", argnums, len(args))
+        value, fn, *aux = vjp(_partial(f, args, nums), *[args[i] for i in nums],
+                              has_aux=has_aux)
+        if not isinstance(value, Tensor) or value.shape != ():
+            what = (f"a {value.dtype.name} tensor of shape {tuple(value.shape)}"
+                    if isinstance(value, Tensor) else type(value).__name__)
+            raise HalError(
+                f"grad: the function returned {what}; grad needs a scalar (shape ()). Reduce "
+                "it (hal.sum) or use vjp, jacrev or elementwise_grad for other outputs"
+            )
+        if not dt.is_floating(value.dtype):
+            raise HalError(
+                f"grad: the function returned a {value.dtype.name} scalar; grad needs a real "
+                "floating output (take hal.real or hal.abs of a complex one, or use vjp)"
+            )
+        grads = fn(hal.ones_like(value))
+        out = grads[0] if isinstance(argnums, int) else grads
+        return ((value, aux[0]) if has_aux else value), out
+
+    return wrapped
+
+
+def grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """The gradient of a real scalar function (see value_and_grad); nests to any order."""
+    vg = value_and_grad(f, argnums, has_aux)
+
+    def wrapped(*args):
+        value, g = vg(*args)
+        return (g, value[1]) if has_aux else g
+
+    return wrapped
+
+
+def elementwise_grad(f: Callable) -> Callable:
+    """x -> the vjp of f at x with a cotangent of ones: f'(x) for an elementwise f."""
+    def wrapped(x):
+        out, fn = vjp(f, x)
+        return fn(hal.ones_like(out))[0]
+
+    return wrapped
+
+
+def jacrev(f: Callable, argnums=0) -> Callable:
+    """The Jacobian by reverse mode: one forward pass, one backward pass per output element.
+
+    f returns one Tensor; the Jacobian has shape out.shape + arg.shape (a tuple of them
+    when argnums is a tuple).
+    """
+    def wrapped(*args):
+        nums = _argnums("jacrev", argnums, len(args))
+        out, fn = vjp(_partial(f, args, nums), *[args[i] for i in nums])
+        if not isinstance(out, Tensor):
+            raise HalError("jacrev: the function must return one Tensor")
+        rows = [fn(unit(out, i)) for i in range(out.size)]
+        jac = []
+        for j, i in enumerate(nums):
+            x = args[i]
+            if rows:
+                stacked = hal.stack([r[j] for r in rows], axis=0)
+            else:
+                stacked = hal.zeros((0, *x.shape), dtype=x.dtype, device=x.device)
+            jac.append(hal.reshape(stacked, (*out.shape, *x.shape)))
+        return jac[0] if isinstance(argnums, int) else tuple(jac)
+
+    return wrapped
+
+
+def unit(like: Tensor, i: int) -> Tensor:
+    """The i-th unit tensor of like's shape, dtype and device."""
+    host = np.zeros(like.size, dtype=like.dtype)
+    host[i] = 1
+    return hal.asarray(host.reshape(like.shape), device=like.device)

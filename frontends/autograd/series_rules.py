@@ -1,0 +1,344 @@
+"""Forward rules of every differentiable op: truncated Taylor series in, series out.
+
+A rule takes (args, params, out, series) -- the operands, parameters and result of the
+op, and per operand its series [x0, x1, ..., xk] or None for a constant -- and returns
+the result's series. With k = 1 a rule is the op's JVP; Taylor mode runs the same rules
+at higher k. Linear ops apply themselves to each coefficient; the others use the
+recurrences in `series`. Composites have rules here for when a backend fuses them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import hal
+from hal import dtypes as dt
+from hal import ops
+from hal.dispatch import call
+
+from . import series as S
+from .vjp_rules import expand
+
+RULES: dict[str, Callable] = {}
+
+
+def series_rule(*names: str):
+    """Decorator: register a series rule under op names."""
+    def register(fn):
+        for n in names:
+            RULES[n] = fn
+        return fn
+
+    return register
+
+
+def _order(series) -> int:
+    return next(len(s) for s in series if s is not None) - 1
+
+
+def _full(args, series):
+    k = _order(series)
+    return [s if s is not None or a is None else S.constant(a, k)
+            for a, s in zip(args, series, strict=True)]
+
+
+def _one(like):
+    return hal.full((), 1, dtype=like.dtype, device=like.device)
+
+
+# -- linear ops: the op itself on every coefficient -------------------------------------
+_LINEAR = ("negative", "reshape", "permute_dims", "broadcast_to", "slice", "real", "imag",
+           "conj", "fftn", "ifftn", "rfftn", "irfftn", "sum", "mean", "roll", "astype")
+
+
+def _make_linear(name):
+    spec = ops.spec(name)
+
+    def rule(args, params, out, series):
+        return S.map_linear(lambda c: call(spec, c, **params), series[0], out)
+
+    return rule
+
+
+for _name in _LINEAR:
+    RULES[_name] = _make_linear(_name)
+
+
+@series_rule("pad")
+def _pad(args, params, out, series):
+    zero = {**params, "value": 0} if params.get("mode", "constant") == "constant" else params
+    spec = ops.spec("pad")
+    return S.map_linear(lambda c: call(spec, c, **zero), series[0], out)
+
+
+@series_rule("concat")
+def _concat(args, params, out, series):
+    full = _full(args, series)
+    axis = params.get("axis", 0)
+    ys = [out]
+    for n in range(1, len(full[0])):
+        parts = [s[n] for s in full]
+        if all(p is None for p in parts):
+            ys.append(None)
+        else:
+            ys.append(hal.concat([hal.zeros_like(a) if p is None else p
+                                  for a, p in zip(args, parts, strict=False)], axis=axis))
+    return ys
+
+
+@series_rule("add")
+def _add(args, params, out, series):
+    return S.add(*_full(args, series), out)
+
+
+@series_rule("subtract")
+def _subtract(args, params, out, series):
+    return S.sub(*_full(args, series), out)
+
+
+@series_rule("where")
+def _where(args, params, out, series):
+    _, a, b = _full(args, series)
+    return S.where(args[0], a, b, out)
+
+
+@series_rule("complex")
+def _complex(args, params, out, series):
+    re, im = _full(args, series)
+    ys = [out]
+    for r, i in zip(re[1:], im[1:], strict=False):
+        if r is None and i is None:
+            ys.append(None)
+        else:
+            ys.append(hal.complex(hal.zeros_like(args[0]) if r is None else r,
+                                  hal.zeros_like(args[1]) if i is None else i))
+    return ys
+
+
+# -- products and quotients -------------------------------------------------------------
+@series_rule("multiply")
+def _multiply(args, params, out, series):
+    return S.mul(*_full(args, series), out)
+
+
+@series_rule("divide")
+def _divide(args, params, out, series):
+    return S.div(*_full(args, series), out)
+
+
+@series_rule("matmul")
+def _matmul(args, params, out, series):
+    return S.bilinear(hal.matmul, *_full(args, series), out)
+
+
+@series_rule("power")
+def _power(args, params, out, series):
+    x, y = _full(args, series)
+    if series[1] is None:
+        exponent = args[1]
+        if exponent.size == 1 and not dt.is_complex(exponent.dtype):
+            value = float(exponent.item())
+            if value.is_integer() and abs(value) <= 64:
+                return S.integer_power(x, int(value), out)
+        return S.power(x, exponent, out)
+    return S.exp(S.mul(y, S.log(x)), out)
+
+
+# -- elementwise functions --------------------------------------------------------------
+@series_rule("exp")
+def _exp(args, params, out, series):
+    return S.exp(series[0], out)
+
+
+@series_rule("log")
+def _log(args, params, out, series):
+    return S.log(series[0], out)
+
+
+@series_rule("sqrt")
+def _sqrt(args, params, out, series):
+    return S.sqrt(series[0], out)
+
+
+@series_rule("sin")
+def _sin(args, params, out, series):
+    return S.sin_cos(series[0], s0=out)[0]
+
+
+@series_rule("cos")
+def _cos(args, params, out, series):
+    return S.sin_cos(series[0], c0=out)[1]
+
+
+@series_rule("tanh")
+def _tanh(args, params, out, series):
+    return S.tanh(series[0], out)
+
+
+@series_rule("erf")
+def _erf(args, params, out, series):
+    return S.erf(series[0], out)
+
+
+@series_rule("abs")
+def _abs(args, params, out, series):
+    x = args[0]
+    if dt.is_complex(x.dtype):
+        real = S.map_linear(hal.real, series[0])
+        imag = S.map_linear(hal.imag, series[0])
+        return S.sqrt(S.add(S.square(real), S.square(imag)), out)
+    positive, negative = hal.greater(x, 0), hal.less(x, 0)
+    return S.map_linear(lambda c: hal.where(positive, c, hal.where(negative, -c, 0)),
+                        series[0], out)
+
+
+def _select(a, b, out, first_wins):
+    one = _one(out)
+    weight = hal.where(first_wins(a[0], b[0]), one, hal.where(hal.equal(a[0], b[0]),
+                                                              one * 0.5, 0))
+    return S.select(weight, a, b, out)
+
+
+@series_rule("maximum")
+def _maximum(args, params, out, series):
+    return _select(*_full(args, series), out, hal.greater)
+
+
+@series_rule("minimum")
+def _minimum(args, params, out, series):
+    return _select(*_full(args, series), out, hal.less)
+
+
+@series_rule("max", "min")
+def _reduce_extreme(args, params, out, series):
+    x = args[0]
+    axis, keepdims = params.get("axis"), params.get("keepdims", False)
+    hit = hal.equal(x, expand(out, x.shape, axis, keepdims))
+    count = hal.sum(hal.where(hit, _one(x), 0), axis=axis, keepdims=keepdims)
+    return S.map_linear(
+        lambda c: hal.sum(hal.where(hit, c, 0), axis=axis, keepdims=keepdims) / count,
+        series[0], out)
+
+
+# -- composites (used where a backend runs them as one fused kernel) ---------------------
+def softmax(x: S.Series, axis) -> S.Series:
+    """The series of softmax along axis."""
+    e = S.exp(S.shift(x, -hal.max(x[0], axis=axis, keepdims=True)))
+    return S.div(e, S.sum_(e, axis, keepdims=True))
+
+
+def sigmoid(x: S.Series) -> S.Series:
+    """The series of 1 / (1 + exp(-x))."""
+    return S.reciprocal(S.shift(S.exp(S.scale(x, -1)), 1))
+
+
+def gelu(x: S.Series, approximate: str) -> S.Series:
+    """The series of gelu, exact (erf) or tanh-approximated."""
+    if approximate == "tanh":
+        cube = S.mul(S.square(x), x)
+        inner = S.scale(S.add(x, S.scale(cube, 0.044715)), math.sqrt(2 / math.pi))
+        return S.scale(S.mul(x, S.shift(S.tanh(inner), 1)), 0.5)
+    return S.scale(S.mul(x, S.shift(S.erf(S.scale(x, 1 / math.sqrt(2))), 1)), 0.5)
+
+
+def relu(x: S.Series, out=None) -> S.Series:
+    """The series of maximum(x, 0) (ties at 0 split evenly, as maximum's)."""
+    zero = S.constant(hal.zeros_like(x[0]), len(x) - 1)
+    return _select(x, zero, hal.maximum(x[0], 0) if out is None else out, hal.greater)
+
+
+def _with_primal(s, out):
+    return [out, *s[1:]]
+
+
+@series_rule("var")
+def _var(args, params, out, series):
+    x, axis = series[0], params.get("axis")
+    axes = range(x[0].ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
+    n = math.prod(x[0].shape[a] for a in axes) - params.get("correction", 0)
+    mean = S.map_linear(lambda c: hal.mean(c, axis=axis, keepdims=True), x)
+    total = S.sum_(S.square(S.sub(x, mean)), axis, params.get("keepdims", False))
+    return _with_primal(S.scale(total, 1 / n), out)
+
+
+@series_rule("softmax")
+def _softmax(args, params, out, series):
+    return _with_primal(softmax(series[0], params.get("axis", -1)), out)
+
+
+@series_rule("log_softmax")
+def _log_softmax(args, params, out, series):
+    x, axis = series[0], params.get("axis", -1)
+    shifted = S.shift(x, -hal.max(x[0], axis=axis, keepdims=True))
+    total = S.sum_(S.exp(shifted), axis, keepdims=True)
+    return S.sub(shifted, S.log(total), out)
+
+
+@series_rule("layer_norm")
+def _layer_norm(args, params, out, series):
+    x, weight, bias = _full(args, series)
+    mean = S.map_linear(lambda c: hal.mean(c, axis=-1, keepdims=True), x)
+    centred = S.sub(x, mean)
+    var = S.map_linear(lambda c: hal.mean(c, axis=-1, keepdims=True), S.square(centred))
+    y = S.div(centred, S.sqrt(S.shift(var, params.get("eps", 1e-5))))
+    if weight is not None:
+        y = S.mul(y, weight)
+    if bias is not None:
+        y = S.add(y, bias)
+    return _with_primal(y, out)
+
+
+@series_rule("gelu")
+def _gelu(args, params, out, series):
+    return _with_primal(gelu(series[0], params.get("approximate", "none")), out)
+
+
+@series_rule("sigmoid")
+def _sigmoid(args, params, out, series):
+    return _with_primal(sigmoid(series[0]), out)
+
+
+@series_rule("silu")
+def _silu(args, params, out, series):
+    return S.mul(series[0], sigmoid(series[0]), out)
+
+
+@series_rule("relu")
+def _relu(args, params, out, series):
+    return relu(series[0], out)
+
+
+_ACTIVATIONS = {
+    None: lambda y: y,
+    "relu": relu,
+    "gelu": lambda y: gelu(y, "none"),
+    "gelu_tanh": lambda y: gelu(y, "tanh"),
+    "silu": lambda y: S.mul(y, sigmoid(y)),
+    "sigmoid": sigmoid,
+    "tanh": S.tanh,
+}
+
+
+@series_rule("linear")
+def _linear_layer(args, params, out, series):
+    x, weight, bias = _full(args, series)
+    y = S.bilinear(hal.matmul, x, weight)
+    if bias is not None:
+        y = S.add(y, bias)
+    return _with_primal(_ACTIVATIONS[params.get("activation")](y), out)
+
+
+@series_rule("scaled_dot_product_attention")
+def _attention(args, params, out, series):
+    q, k, v = _full(args, series)
+    s = params.get("scale")
+    s = 1 / math.sqrt(args[0].shape[-1]) if s is None else s
+    scores = S.scale(S.bilinear(hal.matmul, q, S.map_linear(hal.matrix_transpose, k)), s)
+    if params.get("causal"):
+        mask = hal.asarray(ops.causal_mask(args[0].shape[-2], args[1].shape[-2]),
+                           device=args[0].device)
+        blocked = S.constant(hal.full((), -math.inf, dtype=out.dtype, device=out.device),
+                             len(q) - 1)
+        scores = S.where(mask, scores, blocked)
+    return S.bilinear(hal.matmul, softmax(scores, -1), v, out)
