@@ -110,7 +110,7 @@ def _layer_norm(x, weight=None, bias=None, *, eps=1e-5):
 
 def _gelu_inplace(y, approximate):
     if approximate == "tanh":
-        inner = y * y
+        inner = np.multiply(y, y, out=np.empty_like(y))  # an array even when 0-d
         inner *= 0.044715 * y
         inner += y
         inner *= math.sqrt(2 / math.pi)
@@ -118,7 +118,7 @@ def _gelu_inplace(y, approximate):
     else:
         from scipy.special import erf
 
-        inner = erf(y * (1 / math.sqrt(2)))
+        inner = erf(y * (1 / math.sqrt(2)), out=np.empty_like(y))
     inner += 1
     inner *= 0.5
     y *= inner
@@ -127,7 +127,7 @@ def _gelu_inplace(y, approximate):
 
 @kernels.register("gelu", _FUSED, device_arg=False)
 def _gelu(x, *, approximate="none"):
-    return _gelu_inplace(x.copy(), approximate)
+    return _gelu_inplace(np.array(x), approximate)
 
 
 _EPILOGUES = {

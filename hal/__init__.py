@@ -129,6 +129,6 @@ from .registry import resolve_device as device
 from .settings import settings
 from .tensor import Tensor
 
-bool = bool_  # noqa: A001  (the Array API name of the dtype)
+bool = bool_
 mean, var = nn.mean, nn.var
 __version__ = "0.1.0"

@@ -136,7 +136,7 @@ class Device:
 
     # -- hooks a backend writes ---------------------------------------------------------
     def _alloc(self, nbytes: int) -> Any:
-        """Allocate raw device memory and return a handle; raise MemoryError when it does not fit."""
+        """Allocate raw device memory, return a handle; raise MemoryError when it does not fit."""
         raise DeviceError(f"{self.name}: this backend has no raw memory allocator")
 
     def _free(self, handle: Any) -> None:
@@ -169,7 +169,7 @@ class Device:
     # -- tensors' storage (backends with their own array type override both) ----------------
     def upload(self, array: np.ndarray) -> Any:
         """A device-native array holding a copy of a host array."""
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")  # keeps 0-d arrays 0-d
         allocation = self.alloc(array.nbytes)
         self.copy_in(allocation, array)
         return Buffer(self, allocation, array.shape, array.dtype)
@@ -267,12 +267,12 @@ class Device:
     def copy_in(self, allocation: Allocation, host: np.ndarray) -> None:
         """Copy a contiguous host array into an allocation."""
         self._check_fits(allocation, host)
-        self._copy_in(allocation.handle, memoryview(host).cast("B"))
+        self._copy_in(allocation.handle, _bytes(host))
 
     def copy_out(self, host: np.ndarray, allocation: Allocation) -> None:
         """Copy an allocation into a contiguous, writable host array."""
         self._check_fits(allocation, host)
-        self._copy_out(memoryview(host).cast("B"), allocation.handle)
+        self._copy_out(_bytes(host), allocation.handle)
 
     def _check_fits(self, allocation: Allocation, host: np.ndarray) -> None:
         if not host.flags.c_contiguous:
@@ -309,6 +309,11 @@ class Device:
     def kernel(self, op: str, dtype: np.dtype) -> Callable | None:
         """This device's kernel for an op on a dtype, or None."""
         return self._kernels.get((op, dtype))
+
+
+def _bytes(host: np.ndarray) -> memoryview:
+    """A flat byte view of a contiguous array (any dtype, empty and 0-d included)."""
+    return memoryview(host.reshape(-1).view(np.uint8))
 
 
 Kernel = Callable[..., Any]

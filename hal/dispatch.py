@@ -47,7 +47,7 @@ def has_decomposition(name: str) -> bool:
 
 @dataclass
 class Placement:
-    """Where ops ran while recording: (op, device, dtype, how) with how in kernel/decomposed/fallback."""
+    """Where ops ran while recording: (op, device, dtype, how); how: kernel/decomposed/fallback."""
 
     records: list[tuple[str, str, str, str]] = field(default_factory=list)
     fallbacks: int = 0

@@ -12,9 +12,9 @@ from __future__ import annotations
 from . import dtypes as dt
 from . import functions as F
 from . import ops, shapes
+from .creation import asarray
 from .dispatch import call
 from .errors import ShapeError, UnsupportedDType
-from .creation import asarray
 from .tensor import Tensor
 
 _FFTN, _IFFTN, _RFFTN, _IRFFTN = (ops.spec(n) for n in ("fftn", "ifftn", "rfftn", "irfftn"))

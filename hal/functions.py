@@ -185,13 +185,13 @@ def logical_not(x, /) -> Tensor:
 
 
 def less_equal(x1, x2, /) -> Tensor:
-    """Elementwise x1 <= x2 (greater, then logical_not; NaN compares false as in numpy)."""
-    return where(greater(x1, x2), False, equal(x1, x2))
+    """Elementwise x1 <= x2 (less, or else equal; NaN compares false as in numpy)."""
+    return where(less(x1, x2), True, equal(x1, x2))
 
 
 def greater_equal(x1, x2, /) -> Tensor:
-    """Elementwise x1 >= x2 (NaN compares false as in numpy)."""
-    return where(less(x1, x2), False, equal(x1, x2))
+    """Elementwise x1 >= x2 (greater, or else equal; NaN compares false as in numpy)."""
+    return where(greater(x1, x2), True, equal(x1, x2))
 
 
 def square(x, /) -> Tensor:

@@ -247,6 +247,8 @@ def _pad_meta(x, *, pad_width, mode="constant", value=0):
 
 
 def _pad_ref(x, *, pad_width, mode="constant", value=0):
+    if x.ndim == 0:
+        return x.copy()
     if mode == "constant":
         return np.pad(x, pad_width, mode="constant", constant_values=value)
     return np.pad(x, pad_width, mode=mode)
@@ -284,7 +286,7 @@ for _name, (_fn, _dtypes, _rule, _tol) in _UNARY.items():
 def _erf_ref(x):
     from math import erf
 
-    return np.frompyfunc(erf, 1, 1)(x.astype(np.float64)).astype(np.float64)
+    return np.asarray(np.frompyfunc(erf, 1, 1)(x.astype(np.float64)), dtype=np.float64)
 
 
 declare("erf", PRIMITIVE, "unary", dt.REALS, _erf_ref, _unary_meta(_same), tolerance=_LOOSE)

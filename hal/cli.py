@@ -1,0 +1,152 @@
+"""The `hal` command: the composition root; it imports every layer, lazily, per subcommand.
+
+    hal devices                      backends, why unavailable, devices, dtypes, op coverage
+    hal conformance [--backend B]    certify backends against the op set's reference
+    hal bench / report / compare     the benchmark harness and its reports
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the hal command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "func"):
+        parser.print_help()
+        return 2
+    from .errors import HalError
+
+    try:
+        return int(args.func(args) or 0)
+    except HalError as e:
+        print(f"hal: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("hal: interrupted", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="hal", description="Hardware abstraction layer and benchmarking harness.")
+    sub = parser.add_subparsers(metavar="command")
+    d = sub.add_parser("devices", help="list backends, their devices, dtypes and op coverage")
+    d.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    d.set_defaults(func=devices)
+    c = sub.add_parser("conformance", help="certify backends against the op set's reference")
+    c.add_argument("--backend", action="append", metavar="NAME",
+                   help="backend to certify (repeatable; default: every available one)")
+    c.add_argument("--ops", nargs="+", metavar="OP", help="only these ops")
+    c.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
+    c.add_argument("--examples", type=int, default=20, help="hypothesis examples per cell")
+    c.add_argument("--json", action="store_true", help="print the reports as JSON")
+    c.set_defaults(func=conformance)
+    for module in ("benchmarks.cli", "reports.cli"):
+        try:
+            __import__(module, fromlist=["register"]).register(sub)
+        except ImportError as e:  # an install without the harness still has the core commands
+            print(f"hal: {module} unavailable ({e})", file=sys.stderr)
+    return parser
+
+
+def devices(args) -> int:
+    """`hal devices`: every registered backend, available or why not, with its devices."""
+    from . import dtypes as dt
+    from . import ops
+    from .errors import BackendUnavailable
+    from .registry import registry
+
+    rows = []
+    all_ops = ops.names()
+    for name in registry.names():
+        row = {"backend": name, "available": False, "reason": "", "devices": []}
+        try:
+            backend = registry.get(name)
+            row["reason"] = backend.why_unavailable() or ""
+            row["available"] = not row["reason"]
+            table = backend.kernels
+            covered = sorted(table.ops()) if table else []
+            row["ops_with_kernels"] = f"{len(covered)}/{len(all_ops)}"
+            row["missing_ops"] = [o for o in all_ops if o not in covered]
+            for device_name in backend.devices():
+                caps = backend.open(int(device_name.split(":")[1])).capabilities
+                row["devices"].append({"device": device_name, "name": caps.name,
+                                       "memory_bytes": caps.memory_bytes,
+                                       "dtypes": list(caps.dtypes),
+                                       "unsupported": dict(caps.unsupported)})
+        except BackendUnavailable as e:
+            row["reason"] = str(e)
+        rows.append(row)
+    for name, why in registry.broken().items():
+        if not any(r["backend"] == name for r in rows):
+            rows.append({"backend": name, "available": False, "reason": why, "devices": []})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="hal backends")
+    for column in ("backend", "status", "device", "dtypes", "ops with kernels"):
+        table.add_column(column)
+    for r in rows:
+        status = "[green]available[/]" if r["available"] else f"[red]unavailable[/]: {r['reason']}"
+        devs = r["devices"] or [None]
+        for i, dev in enumerate(devs):
+            missing = [] if dev is None else [n for n in dt.names(dt.ALL)
+                                                if n not in dev["dtypes"]]
+            dtypes = "" if dev is None else (
+                f"all {len(dev['dtypes'])}" if not missing else f"all but {', '.join(missing)}")
+            label = "" if dev is None else f"{dev['device']}: {dev['name']}"
+            table.add_row(r["backend"] if i == 0 else "", status if i == 0 else "", label,
+                          dtypes, r.get("ops_with_kernels", "") if i == 0 else "")
+    Console().print(table)
+    return 0
+
+
+def conformance(args) -> int:
+    """`hal conformance`: run the kit on backends; exit 1 if any cell or layer fails."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from . import conformance as kit
+    from .registry import registry
+
+    names = args.backend or registry.available()
+    for name in names:
+        registry.get(name)  # unknown or broken: a HalError naming the registered ones
+    console = Console(stderr=args.json)
+    reports = []
+    for name in names:
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task(f"{name}", total=None)
+
+            def progress(i, n, label, task=task, bar=bar, name=name):
+                bar.update(task, total=n, completed=i, description=f"{name}: {label}")
+
+            reports.append(kit.run(name, ops_=args.ops, dtypes=args.dtypes,
+                                   examples=args.examples, progress=progress))
+    if args.json:
+        print(json.dumps([r.to_dict() for r in reports], indent=2))
+    else:
+        for r in reports:
+            console.print(kit.layers(r))
+            if r.cells:
+                console.print(kit.matrix(r))
+            for cell in r.cells:
+                if cell.status == kit.FAIL:
+                    console.print(f"[bold red]FAIL[/] {r.backend} {cell.op} {cell.dtype}: "
+                                  f"{cell.error}")
+                    if cell.repro:
+                        console.print(cell.repro, markup=False, highlight=False)
+    return 0 if all(r.ok for r in reports) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

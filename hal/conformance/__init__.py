@@ -1,0 +1,11 @@
+"""The conformance kit: `hal conformance --backend NAME`, and the same checks in pytest.
+
+    report = hal.conformance.run("opencl")
+    print(hal.conformance.matrix(report))
+"""
+
+from .kit import FAIL, FALLBACK, PASS, UNSUPPORTED, Cell, Layer, Report, check_cell, run
+from .matrix import layers, matrix
+
+__all__ = ["FAIL", "FALLBACK", "PASS", "UNSUPPORTED", "Cell", "Layer", "Report", "check_cell",
+           "layers", "matrix", "run"]

@@ -1,0 +1,47 @@
+"""The printed backend x op x dtype matrix of a conformance report (rich)."""
+
+from __future__ import annotations
+
+from .. import dtypes as dt
+from .. import ops
+from .kit import FAIL, FALLBACK, PASS, UNSUPPORTED, Report
+
+SYMBOLS = {PASS: "[green]✓[/]", FAIL: "[bold red]✗[/]", FALLBACK: "[yellow]F[/]",
+           UNSUPPORTED: "[dim]·[/]"}
+
+
+def matrix(report: Report):
+    """A rich Table: one row per op, one column per dtype, a symbol per cell."""
+    from rich.table import Table
+
+    cells = {(c.op, c.dtype): c.status for c in report.cells}
+    used = [d.name for d in dt.ALL if any(k[1] == d.name for k in cells)]
+    counts = report.counts()
+    table = Table(
+        title=f"{report.backend} ({report.device or 'no device'}): {counts[PASS]} pass, "
+              f"{counts[FAIL]} fail, {counts[FALLBACK]} fallback, {counts[UNSUPPORTED]} "
+              f"unsupported in {report.seconds:.1f} s",
+        caption="✓ pass  ✗ fail  F fallback (ran on the CPU)  · dtype unsupported by the device",
+    )
+    table.add_column("op")
+    table.add_column("kind")
+    for d in used:
+        table.add_column(d.replace("complex", "c").replace("float", "f"), justify="center")
+    for spec in ops.specs():
+        row = [cells.get((spec.name, d)) for d in used]
+        if any(row):
+            table.add_row(spec.name, spec.kind, *[SYMBOLS.get(s, "") for s in row])
+    return table
+
+
+def layers(report: Report):
+    """A rich Table of the runtime layers."""
+    from rich.table import Table
+
+    table = Table(title=f"{report.backend}: runtime layers")
+    table.add_column("layer")
+    table.add_column("ok")
+    table.add_column("detail")
+    for layer in report.layers:
+        table.add_row(layer.name, "[green]✓[/]" if layer.ok else "[bold red]✗[/]", layer.detail)
+    return table
