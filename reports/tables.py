@@ -9,13 +9,9 @@ from benchmarks.stats import geometric_mean, speedup
 from reports.frame import KEY_COLUMNS, format_seconds
 
 
-def _rate(row: pd.Series) -> str:
-    """The row's throughput: GFLOP/s when it does FLOPs, else GB/s, else items/s."""
-    for column, unit in (("gflops", "GFLOP/s"), ("gbps", "GB/s"), ("items_per_s", "items/s")):
-        value = row.get(column)
-        if value is not None and not pd.isna(value):
-            return f"{value:.4g} {unit}"
-    return ""
+def _number(value: object, fmt: str = ".4g") -> str:
+    """A figure formatted, or empty when missing."""
+    return "" if value is None or pd.isna(value) else format(value, fmt)
 
 
 def _ci(row: pd.Series) -> str:
@@ -26,9 +22,8 @@ def _ci(row: pd.Series) -> str:
 
 
 def suite_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One suite's rows: workload x backend with median, CI, rate, % of peak and status."""
+    """One suite's rows: workload x backend with median, CI, CV, rates, % of peak, status."""
     rows = frame.sort_values(["workload", "params", "dtype", "series"])
-    pct = rows["pct_of_peak"].map(lambda v: "" if v is None or pd.isna(v) else f"{v:.1f}")
     return pd.DataFrame(
         {
             "workload": rows["workload"],
@@ -37,9 +32,10 @@ def suite_table(frame: pd.DataFrame) -> pd.DataFrame:
             "backend": rows["series"],
             "median": rows["median"].map(format_seconds),
             "99% CI": rows.apply(_ci, axis=1),
-            "CV %": rows["cv"].map(lambda v: "" if v is None or pd.isna(v) else f"{100 * v:.1f}"),
-            "rate": rows.apply(_rate, axis=1),
-            "% peak": pct,
+            "CV %": (100 * rows["cv"].astype(float)).map(lambda v: _number(v, ".1f")),
+            "GFLOP/s": rows["gflops"].map(_number),
+            "GB/s": rows["gbps"].map(_number),
+            "% peak": rows["pct_of_peak"].map(lambda v: _number(v, ".1f")),
             "status": rows["status"].where(
                 rows["error"] == "", rows["status"] + ": " + rows["error"].str.slice(0, 80)
             ),

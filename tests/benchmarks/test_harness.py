@@ -221,3 +221,12 @@ def test_cached_peaks_give_a_later_run_its_pct_of_peak(tmp_path):
     assert device.peaks_from == "earlier" and device.peaks["gflops"]["float32"] == 1e6
     gemm = next(m for m in res.measurements if m.workload == "gemm")
     assert gemm.metrics["pct_of_peak"] == pytest.approx(gemm.metrics["gflops"] / 1e4)
+
+
+def test_registering_bench_imports_nothing_heavy():
+    code = (
+        "import sys, benchmarks.cli; "
+        "heavy = [m for m in ('hal', 'numpy', 'pandas', 'rich') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE_ROOT, timeout=60)

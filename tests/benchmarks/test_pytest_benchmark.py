@@ -1,0 +1,99 @@
+"""pytest-benchmark JSON from a real pytest-benchmark run: measurements, reports, compares."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from benchmarks.schema import load_pytest_benchmark, load_results
+from reports.cli import main
+
+
+@pytest.fixture(scope="module")
+def pytest_benchmark_json(tmp_path_factory):
+    """A real pytest-benchmark JSON file from a tiny benchmark run in a subprocess."""
+    tmp = tmp_path_factory.mktemp("pb")
+    (tmp / "test_tiny.py").write_text(
+        textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.parametrize("backend", ["cpu", "numpy"])
+        def test_sum(benchmark, backend):
+            benchmark(sum, range(100))
+
+        @pytest.mark.benchmark(group="opencl")
+        def test_grouped(benchmark):
+            benchmark(sum, range(10))
+
+        def test_plain(benchmark):
+            benchmark(sum, range(10))
+    """)
+    )
+    out = tmp / "bench.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            "/dev/null",
+            "--rootdir",
+            str(tmp),
+            str(tmp / "test_tiny.py"),
+            f"--benchmark-json={out}",
+            "--benchmark-save-data",
+            "--benchmark-min-rounds=5",
+            "--benchmark-max-time=0.01",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def test_pytest_benchmark_json_loads_as_measurements(pytest_benchmark_json):
+    res = load_results(pytest_benchmark_json)
+    assert res.completed
+    by = {(m.workload, m.backend) for m in res.measurements}
+    assert by == {
+        ("test_sum", "cpu"),
+        ("test_sum", "numpy"),
+        ("test_grouped", "opencl"),
+        ("test_plain", "unknown"),
+    }
+    m = res.measurements[0]
+    assert m.suite == "pytest-benchmark" and m.status == "ok"
+    assert len(m.samples) == m.stats["n"] >= 5
+    assert m.stats["ci_low"] <= m.stats["median"] <= m.stats["ci_high"]
+    assert m.timer == "perf_counter"
+    assert res.run.host["cpu"] and res.run.fingerprint
+
+
+def test_pytest_benchmark_json_without_raw_data_keeps_its_statistics(
+    pytest_benchmark_json, tmp_path
+):
+    data = json.loads(pytest_benchmark_json.read_text())
+    for b in data["benchmarks"]:
+        del b["stats"]["data"]
+    path = tmp_path / "nodata.json"
+    path.write_text(json.dumps(data))
+    m = load_pytest_benchmark(path).measurements[0]
+    assert m.samples == []
+    assert m.stats["median"] == data["benchmarks"][0]["stats"]["median"]
+    assert m.stats["ci_low"] is None
+
+
+def test_report_and_compare_accept_pytest_benchmark_files(pytest_benchmark_json, tmp_path, capsys):
+    assert main(["report", str(pytest_benchmark_json), "-o", str(tmp_path / "r")]) == 0
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "## Suite `pytest-benchmark`" in md and "test_sum" in md
+    assert main(["compare", str(pytest_benchmark_json), str(pytest_benchmark_json)]) == 0
+    assert "4 unchanged" in capsys.readouterr().out
