@@ -147,8 +147,10 @@ def _power(ct, args, params, out, needs):
     x, y = args
     gx = gy = None
     if needs[0]:
-        # y * x**(y-1), with 0 where y == 0 (so x == 0 gives 0, not 0 * inf)
-        d = hal.where(hal.equal(y, 0), 0, y * hal.power(x, y - 1))
+        # y * x**(y-1), and 0 (not 0 * inf) where x == y == 0; guarding only that point
+        # keeps the dependence on y that higher derivatives need where y == 0 alone
+        plain = y * hal.power(x, y - 1)
+        d = hal.where(hal.equal(x, 0), hal.where(hal.equal(y, 0), 0, plain), plain)
         gx = unbroadcast(ct * d, x.shape)
     if needs[1]:
         safe_log = hal.where(hal.equal(x, 0), 0, hal.log(hal.where(hal.equal(x, 0), 1, x)))
