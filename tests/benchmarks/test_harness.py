@@ -230,3 +230,10 @@ def test_registering_bench_imports_nothing_heavy():
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE_ROOT, timeout=60)
+
+
+def test_unwritable_results_directory_is_named(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    assert main(["bench", "--suite", "smoke", "--backend", "cpu", "--out", str(blocker)]) == 2
+    assert f"cannot write results to {blocker}" in capsys.readouterr().err
