@@ -128,39 +128,23 @@ class DeviceRunner:
         threading.Thread(target=pump, daemon=True).start()
         proc.stdin.write(json.dumps(job))
         proc.stdin.close()
-        current: int | None = None
-        done = 0
+        opened, current, done = False, None, 0
         while True:
             try:
                 line = lines.get(timeout=self.config.timeout)
             except queue.Empty:
                 os.killpg(proc.pid, signal.SIGKILL)
-                if current is None:
-                    return self._fail_all(
-                        tasks[done:],
-                        "timeout",
-                        f"no answer from {self.device} in {self.config.timeout:g} s",
-                    )
-                self.on_record(
-                    tasks[current],
-                    _failure(
-                        tasks[current],
-                        "timeout",
-                        f"no result within the time limit of {self.config.timeout:g} s",
-                    ),
-                )
-                return tasks[current + 1 :]
+                why = f"no answer within the time limit of {self.config.timeout:g} s"
+                return self._blame(tasks, opened, current, done, "timeout", why)
             if line is None:
                 code = proc.wait()
                 if done == len(tasks):
                     return []
                 why = f"worker {_exit_text(code)}: {_stderr_tail(err_path)}"
-                if current is None:
-                    return self._fail_all(tasks[done:], "failed", why)
-                self.on_record(tasks[current], _failure(tasks[current], "failed", why))
-                return tasks[current + 1 :]
+                return self._blame(tasks, opened, current, done, "failed", why)
             message = json.loads(line)
             if message["event"] == "device":
+                opened = True
                 self.on_device(message["capabilities"])
             elif message["event"] == "start":
                 current = message["task"]
@@ -168,8 +152,23 @@ class DeviceRunner:
                 self.on_record(tasks[message["task"]], Measurement.from_dict(message["record"]))
                 current, done = None, message["task"] + 1
 
-    def _fail_all(self, tasks: list[Task], status: str, why: str) -> list[Task]:
-        """Record every task as not measured (the device never became ready)."""
-        for task in tasks:
-            self.on_record(task, _failure(task, status, why))
-        return []
+    def _blame(
+        self,
+        tasks: list[Task],
+        opened: bool,
+        current: int | None,
+        done: int,
+        status: str,
+        why: str,
+    ) -> list[Task]:
+        """Record the task the child was on as failed/timed out; return the ones after it.
+
+        A child that never opened its device fails every task: none can run.
+        """
+        if not opened:
+            for task in tasks[done:]:
+                self.on_record(task, _failure(task, status, f"{self.device} did not open: {why}"))
+            return []
+        culprit = done if current is None else current
+        self.on_record(tasks[culprit], _failure(tasks[culprit], status, why))
+        return tasks[culprit + 1 :]

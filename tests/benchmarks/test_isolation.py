@@ -53,3 +53,22 @@ def test_a_crashing_or_hanging_child_becomes_a_record_and_the_rest_goes_on(
     assert [m.workload for m in got] == [t.workload.name for t in tasks]  # one child per task
     assert all(m.status == status and text in m.error for m in got)
     assert time.monotonic() - started < 30
+
+
+def test_a_device_that_does_not_open_fails_every_task(monkeypatch):
+    script = "import sys; sys.stderr.write('no such device\\n'); sys.exit(4)"
+    monkeypatch.setattr(DeviceRunner, "command", (sys.executable, "-c", script))
+    tasks = plan(Config(suites=["smoke"], dtypes=["float64"]), ["cpu:0"])
+    got: list[Measurement] = []
+    DeviceRunner(
+        DeviceRecord("cpu:0", "cpu"),
+        Config(timeout=30.0),
+        lambda task, m: got.append(m),
+        lambda caps: None,
+    ).run(tasks)
+    assert len(got) == len(tasks)
+    assert all(
+        m.status == "failed"
+        and m.error == "cpu:0 did not open: worker exited with code 4: no such device"
+        for m in got
+    )
