@@ -134,7 +134,8 @@ def call(spec: ops.OpSpec, *args, **params) -> Tensor:
 
         device = default_device()
     if spec.promote:
-        args = _promote(spec, args, device)
+        if not _uniform(spec.promote, args):
+            args = _promote(spec, args, device)
     elif any(a is not None and type(a) is not Tensor for a in args):
         args = tuple(
             a if a is None or type(a) is Tensor else Tensor.from_host(np.asarray(a), device)
@@ -148,20 +149,39 @@ def call(spec: ops.OpSpec, *args, **params) -> Tensor:
     if kernel is not None:
         if _recorders:
             _record(spec.name, device, key_dtype, "kernel")
-        out = Tensor._wrap(kernel(*[None if a is None else a._data for a in args], **params),
-                           device)
+        if len(args) == 1:
+            native = kernel(args[0]._data, **params)
+        elif len(args) == 2 and args[1] is not None:
+            native = kernel(args[0]._data, args[1]._data, **params)
+        else:
+            native = kernel(*[None if a is None else a._data for a in args], **params)
+        out = Tensor._wrap(native, device)
         if _observers:
             _notify(spec, args, params, out, "kernel")
         return out
     return _without_kernel(spec, device, key_dtype, args, params)
 
 
+def _uniform(promote: tuple[int, ...], args: tuple) -> bool:
+    """True when the operands to promote are all Tensors of one dtype (the hot path)."""
+    first = None
+    for i in range(len(args)) if promote == (-1,) else promote:
+        if i >= len(args) or args[i] is None:
+            continue
+        a = args[i]
+        if type(a) is not Tensor:
+            return False
+        if first is None:
+            first = a.dtype
+        elif a.dtype is not first and a.dtype != first:
+            return False
+    return True
+
+
 def _promote(spec: ops.OpSpec, args: tuple, device) -> tuple:
     idx = range(len(args)) if spec.promote == (-1,) else spec.promote
     chosen = [args[i] for i in idx if i < len(args) and args[i] is not None]
     tensors = [a.dtype for a in chosen if type(a) is Tensor]
-    if len(tensors) == len(chosen) and all(d == tensors[0] for d in tensors):
-        return args  # the common case: nothing to convert
     scalars = [a for a in chosen if type(a) is not Tensor]
     try:
         common = dt.result_type(*tensors, *scalars)

@@ -23,7 +23,7 @@ class Tensor:
         t = object.__new__(cls)
         t._data = native
         t.device = device
-        t.shape = tuple(native.shape)
+        t.shape = native.shape  # a tuple for numpy, pyopencl, cupy and hal.Buffer
         t.dtype = native.dtype
         return t
 

@@ -1,0 +1,18 @@
+# Sourced by ci/run and ci/main: a virtual environment at .venv with hal and its dev tools.
+# Everything comes from PyPI (OpenCL from pocl-binary-distribution, MPI from the mpich
+# wheel), so a machine with python3 and pip needs nothing else. The environment is
+# rebuilt when pyproject.toml changes; a fresh clone always builds a fresh one.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PYTHON=${PYTHON:-python3}
+stamp=".venv/.hal-installed"
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    rm -rf .venv
+    "$PYTHON" -m venv .venv
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -e ".[dev]"
+    echo "$want" > "$stamp"
+fi
+export PATH="$PWD/.venv/bin:$PATH"
+export HAL_CACHE_DIR=${HAL_CACHE_DIR:-$PWD/.cache/hal}
