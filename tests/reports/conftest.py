@@ -35,7 +35,7 @@ def synthetic_measurement(
         suite="ops",
         workload=workload,
         backend=backend,
-        device="0",
+        device=f"{backend}:0",
         dtype=dtype,
         params={"n": 1024},
         status=status,
@@ -64,7 +64,9 @@ def synthetic_measurement(
 def write_results(path: Path, measurements: list[Measurement], run_id: str = "run") -> Path:
     """A results file with a run record (peaks for every backend), measurements and an end."""
     backends = sorted({m.backend for m in measurements})
-    run = RunRecord.new(run_id, devices=[DeviceRecord("0", b, {"vendor": b}) for b in backends])
+    run = RunRecord.new(
+        run_id, devices=[DeviceRecord(f"{b}:0", b, {"vendor": b}) for b in backends]
+    )
     for d in run.devices:
         d.peaks = PEAKS
     with ResultWriter(path) as w:
