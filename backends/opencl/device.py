@@ -1,0 +1,132 @@
+"""One OpenCL device: a context, a profiling queue, the memory pool and the program cache."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+import hal
+from hal import dtypes as dt
+
+from .memory import Pool
+from .program import Programs, launch
+
+
+class OpenCLDevice(hal.Device):
+    """An OpenCL device; tensors are contiguous `pyopencl.array.Array`s from its pool."""
+
+    timer = "OpenCL profiling events (markers on the in-order queue)"
+
+    def __init__(self, backend: hal.Backend, index: int, cl_device: cl.Device):
+        self.cl_device = cl_device
+        self.context = cl.Context([cl_device])
+        self.queue = cl.CommandQueue(
+            self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        super().__init__(backend, index)
+        self.fp64 = bool(cl_device.double_fp_config)
+        self.is_cpu = bool(cl_device.type & cl.device_type.CPU)
+        self.local_mem = cl_device.local_mem_size
+        self.max_group = cl_device.max_work_group_size
+        self.pool = Pool(self.queue, self.name, cl_device.global_mem_size,
+                         cl_device.max_mem_alloc_size)
+        self.programs = Programs(self.context, f"{self.name} ({cl_device.name.strip()})")
+
+    # -- tensors -----------------------------------------------------------------------
+    def empty(self, shape, dtype) -> cl_array.Array:
+        """A new uninitialised contiguous array on the device."""
+        return cl_array.Array(self.queue, tuple(int(n) for n in shape), dt.dtype(dtype),
+                              allocator=self.pool)
+
+    def upload(self, array: np.ndarray) -> cl_array.Array:
+        """A device array holding a copy of a host array."""
+        array = np.asarray(array)
+        if not array.flags.c_contiguous:
+            array = array.copy(order="C")  # np.ascontiguousarray would make 0-d arrays 1-d
+        out = self.empty(array.shape, array.dtype)
+        if array.size:
+            cl.enqueue_copy(self.queue, out.base_data, array, dst_offset=out.offset)
+        return out
+
+    def download(self, native: cl_array.Array) -> np.ndarray:
+        """A host copy of a device array."""
+        out = np.empty(native.shape, native.dtype)
+        if out.size:
+            cl.enqueue_copy(self.queue, out, native.base_data, src_offset=native.offset)
+        return out
+
+    def from_dlpack(self, obj) -> cl_array.Array:
+        """A copy of a DLPack producer's array (OpenCL memory cannot be shared through DLPack)."""
+        return self.upload(np.from_dlpack(obj))
+
+    def build(self, op: str, source: str, name: str, options: tuple[str, ...] = ()) -> cl.Kernel:
+        """Kernel `name` of an OpenCL C source, built once on this device."""
+        return self.programs.kernel(op, source, name, options)
+
+    def run(self, kernel: cl.Kernel, global_size, local_size, *args):
+        """Enqueue a kernel on the device's queue (nothing for an empty range)."""
+        return launch(self.queue, kernel, global_size, local_size, *args)
+
+    def group_size(self, limit: int = 256) -> int:
+        """A power-of-two work-group size the device accepts, at most limit."""
+        size = 1
+        while size * 2 <= min(limit, self.max_group):
+            size *= 2
+        return size
+
+    # -- runtime --------------------------------------------------------------------------
+    def synchronize(self) -> None:
+        """Block until the queue is empty."""
+        self.queue.finish()
+
+    def _record_event(self) -> cl.Event:
+        return cl.enqueue_marker(self.queue)
+
+    def _elapsed(self, start: cl.Event, end: cl.Event) -> float:
+        end.wait()
+        return (end.profile.end - start.profile.end) * 1e-9
+
+    def memory_stats(self) -> hal.MemoryStats:
+        """The pool's accounting."""
+        return self.pool.stats()
+
+    def empty_cache(self) -> None:
+        """Give the pool's free blocks back to the device."""
+        self.pool.empty()
+
+    def reset_peak(self) -> None:
+        """Start peak accounting afresh."""
+        self.pool.reset_peak()
+
+    @property
+    def capabilities(self) -> hal.Capabilities:
+        """The capabilities, with dtypes this device lacks listed under `unsupported`."""
+        caps = super().capabilities
+        if not self.fp64 and "float64" not in caps.unsupported:
+            why = "the device has no cl_khr_fp64 (no double precision)"
+            caps = dataclasses.replace(
+                caps, unsupported={**caps.unsupported, "float64": why, "complex128": why})
+            self._capabilities = caps
+        return caps
+
+    def _describe(self) -> dict:
+        d = self.cl_device
+        return {
+            "name": d.name.strip(),
+            "vendor": d.vendor.strip(),
+            "driver_version": d.driver_version,
+            "runtime_version": d.platform.version,
+            "memory_bytes": d.global_mem_size,
+            "compute_units": d.max_compute_units,
+            "extra": {
+                "platform": d.platform.name,
+                "opencl_c_version": d.opencl_c_version,
+                "fp64": bool(d.double_fp_config),
+                "fp16_arithmetic": "cl_khr_fp16" in d.extensions,
+                "local_memory_bytes": d.local_mem_size,
+                "max_work_group_size": d.max_work_group_size,
+                "max_buffer_bytes": d.max_mem_alloc_size,
+            },
+        }

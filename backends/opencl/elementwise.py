@@ -1,0 +1,213 @@
+"""Elementwise ops as OpenCL C expressions: unary, binary, where, casts, complex parts, and
+fused activations (each composite's chain of primitives generated into one kernel).
+
+An expression is written once per dtype family here; `strided.run` wraps it in a kernel
+that broadcasts by strides. `fused(device, expr, *arrays)` is the same engine for any
+expression, the backend's answer to chains of elementwise ops such as a*b + c.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hal import dtypes as dt
+from hal import ops
+from hal.errors import HalError, UnsupportedDType
+
+from . import cltypes, strided
+from .table import kernels, supported
+
+
+def _wrapping(d, op, a, b=None):
+    """Integer arithmetic that wraps like numpy (through the unsigned type: no C overflow UB)."""
+    u = cltypes.UNSIGNED[d]
+    if b is None:
+        return f"({cltypes.storage(d)})(({u})0 {op} ({u}){a})"
+    return f"({cltypes.storage(d)})(({u}){a} {op} ({u}){b})"
+
+
+def _nan_pick(cmp):
+    return f"((a0 {cmp} a1 || a0 != a0) ? a0 : a1)"
+
+
+def unary_expr(name: str, d: np.dtype) -> str:
+    """The C expression of a unary op on `a0` of dtype d."""
+    if dt.is_complex(d):
+        p = cltypes.cprefix(d)
+        return {"negative": f"{p}_neg(a0)", "abs": f"{p}_abs(a0)", "real": "a0.real",
+                "imag": "a0.imag", "conj": f"{p}_conj(a0)"}.get(name, f"{p}_{name}(a0)")
+    if name == "negative":
+        return _wrapping(d, "-", "a0") if dt.is_integer(d) else "-a0"
+    if name == "abs":
+        return "abs(a0)" if dt.is_integer(d) else "fabs(a0)"
+    return f"{name}(a0)"
+
+
+def binary_expr(name: str, d: np.dtype) -> str:
+    """The C expression of a binary op on `a0`, `a1` of dtype d."""
+    if dt.is_complex(d):
+        p = cltypes.cprefix(d)
+        if name == "equal":
+            return "(a0.real == a1.real && a0.imag == a1.imag)"
+        return f"{p}_{ {'subtract': 'sub', 'multiply': 'mul'}.get(name, name)}(a0, a1)"
+    if name in ("add", "subtract", "multiply"):
+        sym = {"add": "+", "subtract": "-", "multiply": "*"}[name]
+        return _wrapping(d, sym, "a0", "a1") if dt.is_integer(d) else f"a0 {sym} a1"
+    if name == "divide":
+        return "a0 / a1"
+    if name == "power":
+        return f"ipow_{cltypes.storage(d)}(a0, a1)" if dt.is_integer(d) else "pow(a0, a1)"
+    if name in ("maximum", "minimum"):
+        return _nan_pick(">" if name == "maximum" else "<")
+    return "a0 " + {"equal": "==", "less": "<", "greater": ">"}[name] + " a1"
+
+
+def _ipow(d) -> str:
+    """A helper for integer powers by squaring (negative exponents give 0, or ±1 for ±1)."""
+    t, u = cltypes.storage(d), cltypes.UNSIGNED[d]
+    return (f"inline {t} ipow_{t}({t} b, {t} e) {{\n"
+            f"  if (e < 0) return b == 1 ? 1 : (b == -1 ? ((e & 1) ? -1 : 1) : 0);\n"
+            f"  {u} r = 1, x = ({u})b;\n"
+            f"  while (e) {{ if (e & 1) r *= x; x *= x; e >>= 1; }}\n"
+            f"  return ({t})r;\n}}\n")
+
+
+def cast_expr(src: np.dtype, dst: np.dtype) -> str:
+    """The C expression converting `a0` of src to the compute type of dst, as numpy casts."""
+    if dst == dt.bool_:
+        return "(a0.real != 0 || a0.imag != 0)" if dt.is_complex(src) else "(a0 != 0)"
+    if dt.is_complex(dst):
+        p, r = cltypes.cprefix(dst), cltypes.real_compute(dst)
+        if dt.is_complex(src):
+            return f"{p}_new(({r})a0.real, ({r})a0.imag)"
+        return f"{p}_new(({r})a0, 0)"
+    if dt.is_integer(dst) and dt.is_floating(src):
+        return f"({cltypes.storage(dst)})(long)a0"
+    if dst == dt.float16:
+        return "a0"  # vstore_half_rte rounds float and double once, correctly
+    return f"({cltypes.compute(dst)})a0"
+
+
+def _check_device(device, *dtypes):
+    for d in dtypes:
+        if not device.supports_dtype(d):
+            device.check_dtype(d)
+
+
+def map_arrays(device, op: str, expr: str, arrays, out_dtype, *, shape=None,
+               helpers: str = "", scalars=(), scalar_types=()):
+    """A new array of out_dtype: expr over the arrays (a0, a1, ...) broadcast to one shape."""
+    if shape is None:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    shape = tuple(shape)
+    out = device.empty(shape, out_dtype)
+    views = [strided.broadcast(a, shape) for a in arrays]
+    strided.run(device, op, expr, views, strided.dense(out), shape, scalars, scalar_types,
+                helpers)
+    return out
+
+
+def fused(device, expr: str, *arrays, out_dtype=None):
+    """One kernel computing a C expression over broadcast device arrays (a0, a1, ...).
+
+    The elementwise chain `a*b + c` is `fused(dev, "a0 * a1 + a2", a, b, c)`: one pass
+    over memory instead of one kernel and one temporary per primitive.
+    """
+    dtypes = {a.dtype for a in arrays}
+    if len(dtypes) != 1:
+        raise UnsupportedDType(
+            f"fused: operands have dtypes {sorted(d.name for d in dtypes)}; cast them to one "
+            "dtype first")
+    d = dtypes.pop()
+    _check_device(device, d)
+    return map_arrays(device, "fused", expr, arrays, out_dtype or d)
+
+
+# -- registrations ----------------------------------------------------------------------
+def _unary_kernel(name):
+    def kernel(device, x):
+        return map_arrays(device, name, unary_expr(name, x.dtype), [x],
+                          ops.spec(name).meta(x)[1])
+
+    return kernel
+
+
+def _binary_kernel(name):
+    def kernel(device, a, b):
+        d = a.dtype
+        helpers = _ipow(d) if name == "power" and dt.is_integer(d) else ""
+        return map_arrays(device, name, binary_expr(name, d), [a, b],
+                          ops.spec(name).meta(a, b)[1], helpers=helpers)
+
+    return kernel
+
+
+for _name in ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "erf",
+              "real", "imag", "conj"):
+    kernels.register(_name, supported(_name))(_unary_kernel(_name))
+
+for _name in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
+              "equal", "less", "greater"):
+    kernels.register(_name, supported(_name))(_binary_kernel(_name))
+
+
+@kernels.register("where", supported("where"))
+def where(device, cond, x, y):
+    """Elements of x where cond, else of y, broadcast together."""
+    return map_arrays(device, "where", "a0 ? a1 : a2", [cond, x, y], x.dtype)
+
+
+@kernels.register("astype", supported("astype"))
+def astype(device, x, *, dtype):
+    """x converted to dtype as numpy converts."""
+    target = dt.dtype(dtype)
+    if target == x.dtype:
+        return x
+    _check_device(device, target)
+    return map_arrays(device, "astype", cast_expr(x.dtype, target), [x], target)
+
+
+@kernels.register("complex")
+def complex_(device, re, im):
+    """re + 1j*im, broadcast."""
+    out = dt.complex_dtype(re.dtype)
+    return map_arrays(device, "complex", f"{cltypes.cprefix(out)}_new(a0, a1)", [re, im], out)
+
+
+# -- fused activations (composites) --------------------------------------------------------
+def activation_expr(name: str | None, d: np.dtype, v: str = "a0") -> str:
+    """The C expression of an activation on `v` of real dtype d (None: identity)."""
+    c = cltypes.literal
+    if name is None:
+        return v
+    if name == "relu":
+        if dt.is_integer(d):
+            return f"max({v}, ({cltypes.compute(d)})0)"
+        return f"(({v} > 0 || {v} != {v}) ? {v} : {c(d, 0)})"
+    if name == "sigmoid":
+        return f"({c(d, 1)} / ({c(d, 1)} + exp(-{v})))"
+    if name == "silu":
+        return f"({v} / ({c(d, 1)} + exp(-{v})))"
+    if name == "tanh":
+        return f"tanh({v})"
+    if name == "gelu":
+        return f"({c(d, 0.5)} * {v} * ({c(d, 1)} + erf({v} * {c(d, math.sqrt(0.5))})))"
+    if name == "gelu_tanh":
+        inner = f"{c(d, math.sqrt(2 / math.pi))} * ({v} + {c(d, 0.044715)} * {v} * {v} * {v})"
+        return f"({c(d, 0.5)} * {v} * ({c(d, 1)} + tanh({inner})))"
+    raise HalError(f"linear: activation {name!r} has no OpenCL expression; use one of "
+                   f"relu, sigmoid, silu, tanh, gelu, gelu_tanh")
+
+
+def _activation_kernel(name):
+    def kernel(device, x, **params):
+        act = "gelu_tanh" if name == "gelu" and params.get("approximate") == "tanh" else name
+        return map_arrays(device, name, activation_expr(act, x.dtype), [x], x.dtype)
+
+    return kernel
+
+
+for _name in ("relu", "sigmoid", "silu", "gelu"):
+    kernels.register(_name, supported(_name))(_activation_kernel(_name))

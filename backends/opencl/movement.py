@@ -1,0 +1,135 @@
+"""Movement ops: reshape is a view; permute, broadcast, slice and concat are strided copies;
+pad and roll are one gather kernel that maps each output index back into the input.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import cltypes, strided
+from .table import kernels, supported
+
+
+def copy(device, op: str, source: strided.View, shape) -> object:
+    """A new contiguous array holding a strided view."""
+    out = device.empty(shape, source.dtype)
+    strided.run(device, op, "a0", [source], strided.dense(out), tuple(shape))
+    return out
+
+
+@kernels.register("reshape", supported("reshape"))
+def reshape(device, x, *, shape):
+    """The same buffer seen in a new shape (tensors are contiguous: no copy)."""
+    from hal import shapes
+
+    return x.reshape(shapes.reshape("reshape", x.shape, shape))
+
+
+@kernels.register("permute_dims", supported("permute_dims"))
+def permute_dims(device, x, *, axes):
+    """Axes reordered, copied into a contiguous array."""
+    view = strided.dense(x)
+    shape = tuple(x.shape[a] for a in axes)
+    return copy(device, "permute_dims",
+                strided.View(x, tuple(view.strides[a] for a in axes), view.offset), shape)
+
+
+@kernels.register("broadcast_to", supported("broadcast_to"))
+def broadcast_to(device, x, *, shape):
+    """x broadcast to shape, materialised."""
+    return copy(device, "broadcast_to", strided.broadcast(x, tuple(shape)), tuple(shape))
+
+
+@kernels.register("slice", supported("slice"))
+def slice_(device, x, *, bounds):
+    """A strided slice: one (start, step, count) per axis, copied out."""
+    view = strided.dense(x)
+    offset = view.offset + sum(start * s for (start, _, count), s in zip(bounds, view.strides)
+                               if count)
+    strides = tuple(step * s for (_, step, _), s in zip(bounds, view.strides))
+    return copy(device, "slice", strided.View(x, strides, offset),
+                tuple(count for _, _, count in bounds))
+
+
+@kernels.register("concat", supported("concat"))
+def concat(device, *xs, axis=0):
+    """Tensors joined along an axis: each one copied into its band of the output."""
+    axis %= xs[0].ndim
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    out = device.empty(shape, xs[0].dtype)
+    full = strided.dense(out)
+    start = 0
+    for x in xs:
+        band = strided.View(out, full.strides, full.offset + start * full.strides[axis])
+        strided.run(device, "concat", "a0", [strided.dense(x)], band, tuple(x.shape))
+        start += x.shape[axis]
+    return out
+
+
+def gather(device, op: str, x, out_shape, before, mode: str, value=0):
+    """out[i] = x[map(i - before)] per axis; outside x: `value` (constant), clamp (edge), wrap."""
+    out = device.empty(out_shape, x.dtype)
+    total = math.prod(out_shape)
+    if total == 0:
+        return out
+    ndim = len(out_shape)
+    d = x.dtype
+    lines = ["long i = get_global_id(0);", "if (i >= n) return;", "long r = i, src = 0;",
+             "int inside = 1;"]
+    in_strides = strided.dense_strides(x.shape)
+    for k in range(ndim - 1, -1, -1):
+        lines.append(f"{{ long j = r % od{k} - b{k}; r /= od{k};")
+        if mode == "constant":
+            lines.append(f"  inside &= (j >= 0 && j < id{k});")
+        elif mode == "edge":
+            lines.append(f"  j = clamp(j, 0L, id{k} - 1);")
+        else:
+            lines.append(f"  j = ((j % id{k}) + id{k}) % id{k};")
+        lines.append(f"  src += j * {in_strides[k]}L; }}")
+    value_type = cltypes.compute(d)
+    read = cltypes.load(d, "x", "x_off + src")
+    if mode == "constant":
+        lines += [f"{value_type} v = fill;", f"if (inside) v = {read};"]
+    else:
+        lines.append(f"{value_type} v = {read};")
+    lines.append(cltypes.store(d, "out", "i", "v"))
+    params = [f"__global {cltypes.storage(d)} *out", f"__global const {cltypes.storage(d)} *x",
+              "long x_off", "long n", f"{value_type} fill"]
+    params += [f"long od{k}, long id{k}, long b{k}" for k in range(ndim)]
+    source = (cltypes.preamble([d]) + "__kernel void gather(" + ", ".join(params) + ")\n{\n  "
+              + "\n  ".join(lines) + "\n}\n")
+    kernel = device.build(op, source, "gather")
+    args = [out.base_data, x.base_data, np.int64(x.offset // d.itemsize), np.int64(total),
+            cltypes.scalar(d, value)]
+    for k in range(ndim):
+        args += [np.int64(out_shape[k]), np.int64(x.shape[k]), np.int64(before[k])]
+    group = device.group_size()
+    device.run(kernel, (-(-total // group) * group,), (group,), *args)
+    return out
+
+
+@kernels.register("pad", supported("pad"))
+def pad(device, x, *, pad_width, mode="constant", value=0):
+    """x padded per axis by (before, after): constant value, edge values, or wrapped."""
+    if x.ndim == 0:
+        return copy(device, "pad", strided.dense(x), ())
+    shape = tuple(n + b + a for n, (b, a) in zip(x.shape, pad_width))
+    return gather(device, "pad", x, shape, [b for b, _ in pad_width], mode, value)
+
+
+@kernels.register("roll", supported("roll"))
+def roll(device, x, *, shift, axis=None):
+    """Elements shifted cyclically along axes (flattened when axis is None)."""
+    if axis is None:
+        flat = x.reshape((x.size,))
+        return roll(device, flat, shift=shift, axis=0).reshape(x.shape)
+    shifts = (shift,) if isinstance(shift, int) else tuple(shift)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    before = [0] * x.ndim
+    for s, a in zip(shifts, axes):
+        before[a % x.ndim] += s
+    before = [b % n if n else 0 for b, n in zip(before, x.shape)]
+    return gather(device, "roll", x, tuple(x.shape), before, "wrap")

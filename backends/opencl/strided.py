@@ -1,0 +1,131 @@
+"""The strided elementwise engine: one generated kernel maps inputs to an output over a shape.
+
+Every operand is a view (array, element strides over the iteration shape, element
+offset): broadcasting is a zero stride, slicing and transposition are strides, so
+binary ops, casts, slices, permutations and concatenation share this one generator.
+Adjacent axes that are contiguous for every operand are merged before generating,
+and unit/zero strides are compiled in, so the common dense case is a plain `p[i]`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import cltypes
+
+
+@dataclass(frozen=True)
+class View:
+    """An array seen over an iteration shape: strides and offset in elements."""
+
+    array: object
+    strides: tuple[int, ...]
+    offset: int = 0
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element dtype."""
+        return self.array.dtype
+
+
+def dense_strides(shape) -> tuple[int, ...]:
+    """Element strides of a C-contiguous array of this shape."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def dense(array) -> View:
+    """A contiguous array seen over its own shape."""
+    return View(array, dense_strides(array.shape), array.offset // array.dtype.itemsize)
+
+
+def broadcast(array, shape) -> View:
+    """A contiguous array broadcast (numpy rules, already validated) over shape."""
+    own = dense_strides(array.shape)
+    lead = len(shape) - len(array.shape)
+    strides = [0] * lead + [0 if n == 1 and m != 1 else s
+                            for n, m, s in zip(array.shape, shape[lead:], own)]
+    return View(array, tuple(strides), array.offset // array.dtype.itemsize)
+
+
+def _collapse(shape, views):
+    """Drop size-1 axes and merge axes contiguous in every view."""
+    keep = [i for i, n in enumerate(shape) if n != 1]
+    dims = [shape[i] for i in keep]
+    strides = [[v.strides[i] for i in keep] for v in views]
+    i = len(dims) - 1
+    while i > 0:
+        if all(s[i - 1] == s[i] * dims[i] for s in strides):
+            dims[i - 1] *= dims[i]
+            del dims[i]
+            for s in strides:
+                s[i - 1] = s[i]
+                del s[i]
+        i -= 1
+    return dims, strides
+
+
+def _stride_class(s: int) -> str:
+    return str(s) if s in (0, 1) else "v"
+
+
+def run(device, op: str, expr: str, inputs: list[View], out: View, shape,
+        scalars: tuple = (), scalar_types: tuple = (), helpers: str = "") -> None:
+    """Compute out[idx] = expr(a0, a1, ..., s0, ...) for every idx of shape, as one kernel.
+
+    `aK` is input K loaded in its compute type; `sK` is scalar argument K with C type
+    scalar_types[K]; `helpers` is C code (functions) placed before the kernel. The
+    expression's value is converted to the output's dtype.
+    """
+    total = math.prod(shape)
+    if total == 0:
+        return
+    views = [out, *inputs]
+    dims, strides = _collapse(tuple(shape), views)
+    classes = tuple(tuple(_stride_class(s) for s in st) for st in strides)
+    dtypes = [v.dtype for v in views]
+    source = _source(expr, dtypes, len(dims), classes, scalar_types, helpers)
+    kernel = device.build(op, source, "ew")
+    args = []
+    for v, st, cl in zip(views, strides, classes):
+        args += [v.array.base_data, np.int64(v.offset)]
+        args += [np.int64(s) for s, c in zip(st, cl) if c == "v"]
+    args += [np.int64(total)] + [np.int64(n) for n in dims[1:]]
+    args += list(scalars)
+    group = device.group_size()
+    device.run(kernel, (-(-total // group) * group,), (group,), *args)
+
+
+def _source(expr, dtypes, ndim, classes, scalar_types, helpers) -> str:
+    params, body = [], []
+    names = ["out"] + [f"p{k}" for k in range(len(dtypes) - 1)]
+    for k, (name, d, cls) in enumerate(zip(names, dtypes, classes)):
+        const = "" if k == 0 else "const "
+        params += [f"__global {const}{cltypes.storage(d)} *{name}", f"long {name}_off"]
+        params += [f"long {name}_s{i}" for i, c in enumerate(cls) if c == "v"]
+    params += ["long n"] + [f"long d{i}" for i in range(1, ndim)]
+    params += [f"{t} s{k}" for k, t in enumerate(scalar_types)]
+    body.append("long i = get_global_id(0);\n  if (i >= n) return;")
+    body.append("long r = i;")
+    body += [f"long {name}_o = {name}_off;" for name in names]
+    for dim in range(ndim - 1, -1, -1):
+        index = "r" if dim == 0 else f"(r % d{dim})"
+        body.append(f"{{ long id = {index};")
+        for name, cls in zip(names, classes):
+            c = cls[dim]
+            if c == "1":
+                body.append(f"  {name}_o += id;")
+            elif c == "v":
+                body.append(f"  {name}_o += id * {name}_s{dim};")
+        body.append(f"  r /= d{dim}; }}" if dim else "}")
+    for k, d in enumerate(dtypes[1:]):
+        body.append(f"{cltypes.compute(d)} a{k} = {cltypes.load(d, f'p{k}', f'p{k}_o')};")
+    body.append(cltypes.store(dtypes[0], "out", "out_o", expr))
+    return (cltypes.preamble(dtypes) + helpers + "__kernel void ew(" + ", ".join(params)
+            + ")\n{\n  " + "\n  ".join(body) + "\n}\n")
