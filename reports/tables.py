@@ -129,6 +129,9 @@ def coverage_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "fallback calls": int(group["fallbacks"].sum()),
                 "fallback ops": ", ".join(sorted(how["fallback"])),
                 "bytes moved": int(group["bytes_moved"].sum()),
+                "not run (skipped)": ", ".join(
+                    sorted(set(group.loc[group["status"] == "skipped", "workload"]))
+                ),
             }
         )
     return pd.DataFrame(rows)

@@ -92,3 +92,17 @@ def test_reports_never_import_hal_and_register_is_light(two_backend_run, tmp_pat
         assert "hal" not in sys.modules
     """)
     subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE_ROOT, timeout=120)
+
+
+def test_coverage_names_skipped_workloads(measurement, results_file, tmp_path):
+    path = results_file(
+        "skip.jsonl",
+        [
+            measurement("gemm", "cpu", 0.01, 1),
+            measurement("fft", "opencl", 0.01, 2, status="skipped", fallbacks=("fftn",)),
+        ],
+    )
+    md = build_report([path], tmp_path / "o")[0].read_text()
+    coverage = md[md.index("## Op coverage") :]
+    opencl = next(line for line in coverage.splitlines() if line.startswith("| opencl"))
+    assert opencl.rstrip(" |").endswith("fft") and "fftn" in opencl
