@@ -32,6 +32,7 @@ class OpenCLDevice(hal.Device):
         self.max_group = cl_device.max_work_group_size
         self.pool = Pool(self.queue, self.name, cl_device.global_mem_size,
                          cl_device.max_mem_alloc_size)
+        self.cache: dict = {}  # host-side plans and tables of kernel modules (FFT plans)
         self.programs = Programs(self.context, f"{self.name} ({cl_device.name.strip()})")
 
     # -- tensors -----------------------------------------------------------------------
