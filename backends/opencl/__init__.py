@@ -11,7 +11,7 @@ from __future__ import annotations
 import hal
 from hal import dtypes as dt
 
-from . import elementwise, fft, gemm, movement, nn, quant, reduce  # noqa: F401  (they register kernels)
+from . import elementwise, fft, gemm, movement, nn, quant, reduce
 from .table import kernels
 
 SIMULATORS = ("Oclgrind",)

@@ -146,7 +146,7 @@ def global_source(d, n: int, r: int) -> str:
     head, real, vec = _header(d)
     body = _pass_body(r, n, real, vec, lambda i: f"x[x_off + base + ({i}) * inner]",
                       lambda i, v: f"y[y_off + base + ({i}) * inner] = {v} * scale;", "ns")
-    lines = [f"const long g = get_global_id(0);", f"if (g >= rows * {n // r}) return;",
+    lines = ["const long g = get_global_id(0);", f"if (g >= rows * {n // r}) return;",
              f"const long row = g / {n // r}, j = g % {n // r};", _ROW, *body]
     params = (f"__global const {vec} *x, long x_off, __global {vec} *y, long y_off, long inner, "
               f"__global const {vec} *tw, {real} sgn, {real} scale, long ns, long rows")
@@ -156,10 +156,10 @@ def global_source(d, n: int, r: int) -> str:
 
 def chirp_source(d) -> str:
     """y[row, j] = j < valid ? x[row, j] * v[j] : 0 for j < y's length (Bluestein's steps)."""
-    head, real, vec = _header(d)
-    return head + f"""__kernel void chirp(__global const {vec} *x, long x_off, long xn, long x_inner,
-    __global {vec} *y, long y_off, long yn, long y_inner, __global const {vec} *v, long valid,
-    long rows)
+    head, _, vec = _header(d)
+    return head + f"""__kernel void chirp(__global const {vec} *x, long x_off, long xn,
+    long x_inner, __global {vec} *y, long y_off, long yn, long y_inner,
+    __global const {vec} *v, long valid, long rows)
 {{
   const long g = get_global_id(0);
   if (g >= rows * yn) return;
@@ -317,7 +317,7 @@ def rfftn(device, x, *, axes, norm=None):
 
 def hermitian_source(d) -> str:
     """y (length n along the axis) from its first n//2 + 1 points x by Hermitian symmetry."""
-    head, real, vec = _header(d)
+    head, _, vec = _header(d)
     return head + f"""__kernel void hermitian(__global const {vec} *x, long x_off, long m,
     __global {vec} *y, long n, long inner, long rows)
 {{
