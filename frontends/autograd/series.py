@@ -41,10 +41,17 @@ def _mul(a, b):
     return None if a is None or b is None else a * b
 
 
+_CONSTANTS: dict = {}  # (value, dtype, device) -> 0-d tensor: scalars skip promotion per call
+
+
 def _scale(t, c):
     if t is None or c == 1:
         return t
-    return t * c
+    key = (c, t.dtype, t.device)
+    factor = _CONSTANTS.get(key)
+    if factor is None:
+        factor = _CONSTANTS[key] = hal.full((), c, dtype=t.dtype, device=t.device)
+    return t * factor
 
 
 def _fit(t, shape):

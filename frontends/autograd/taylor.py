@@ -47,14 +47,9 @@ def jet(f: Callable, primals, series):
     coefficients = [S.coefficients(list(terms)) for terms in series]
     result, structure, outs, out_coefficients = propagate(f, tuple(primals), coefficients, k,
                                                           "jet")
-    terms = []
-    for n in range(1, k + 1):
-        per_output = []
-        for o, cs in zip(outs, out_coefficients, strict=False):
-            d = S.derivatives([o, *cs])[n]
-            per_output.append(hal.zeros_like(o) if d is None else d)
-        terms.append(unflatten(structure, per_output))
-    return result, terms
+    per_output = [[hal.zeros_like(o) if d is None else d for d in S.derivatives([o, *cs])[1:]]
+                  for o, cs in zip(outs, out_coefficients, strict=True)]
+    return result, [unflatten(structure, [ds[n] for ds in per_output]) for n in range(k)]
 
 
 def derivatives(f: Callable, x: Tensor, order: int, direction: Tensor | None = None) -> list:
