@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,17 @@ class _Recorder:
         self.progress.update(self.bar, advance=1, description=f"{label} {m.status}")
 
 
+def _warn_if_busy(console: Console) -> None:
+    """Say so when other work already loads the machine: its figures will be noisy."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if cores and load >= 0.5 * cores:
+        console.print(
+            f"[yellow]warning:[/] load average {load:.2f} on {cores} cores before "
+            "measuring: other work shares the machine, expect noisy figures"
+        )
+
+
 def run_bench(
     config: Config, out_dir: Path, resume: str | None = None, console: Console | None = None
 ) -> Outcome:
@@ -163,6 +175,7 @@ def run_bench(
         run = RunRecord.new(new_run_id(), repo=PACKAGE_ROOT, config=vars(config))
         path, done = out_dir / f"{run.id}.jsonl", set()
     machine = setup_fingerprint(run)
+    _warn_if_busy(console)
     names = resolve_devices(config.backends)
     tasks = [t for t in plan(config, names) if t.key not in done]
     cached = load_cached_peaks(cache_dir, machine)
