@@ -89,5 +89,6 @@ def distributions(frame: pd.DataFrame) -> bytes:
     fig, ax = _figure(9, 1.5 + 0.28 * len(data))
     ax.boxplot(relative, orientation="horizontal", tick_labels=list(labels), showfliers=True)
     ax.axvline(1.0, color="black", linewidth=0.8)
-    ax.set_xlabel("sample / median")
+    ax.set_xscale("log")
+    ax.set_xlabel("sample / median (log scale)")
     return _png(fig)
