@@ -7,10 +7,12 @@ same name, and conformance holds both to the same numpy reference.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
+from . import dtypes as dt
 from . import functions as F
 from . import ops, shapes
 from .dispatch import call, decomposition
@@ -88,34 +90,60 @@ def roll(x, /, shift, *, axis=None) -> Tensor:
 
 
 # -- default decompositions ---------------------------------------------------------------
+_HALF = tuple(d for d in (dt.float16, dt.bfloat16) if d is not None)
+
+
+def _in_float32(fn):
+    """Run a decomposition of half-precision operands in float32 and round the result once,
+
+    as the reference and fused kernels do: chained half-precision steps (a mean, then a
+    variance, then a division) would otherwise lose several bits.
+    """
+
+    @functools.wraps(fn)
+    def run(*args, **params):
+        half = next((a.dtype for a in args if isinstance(a, Tensor) and a.dtype in _HALF), None)
+        if half is None:
+            return fn(*args, **params)
+        lifted = [F.astype(a, dt.float32) if isinstance(a, Tensor) else a for a in args]
+        return F.astype(fn(*lifted, **params), half)
+
+    return run
+
+
 def _count(x: Tensor, axis) -> int:
     return math.prod(x.shape[a] for a in shapes.axes("mean", axis, x.ndim))
 
 
 @decomposition("mean")
+@_in_float32
 def _mean(x, *, axis=None, keepdims=False):
     return F.sum(x, axis=axis, keepdims=keepdims) / _count(x, axis)
 
 
 @decomposition("var")
+@_in_float32
 def _var(x, *, axis=None, keepdims=False, correction=0):
     centred = x - mean(x, axis=axis, keepdims=True)
     return F.sum(centred * centred, axis=axis, keepdims=keepdims) / (_count(x, axis) - correction)
 
 
 @decomposition("softmax")
+@_in_float32
 def _softmax(x, *, axis=-1):
     e = F.exp(x - F.max(x, axis=axis, keepdims=True))
     return e / F.sum(e, axis=axis, keepdims=True)
 
 
 @decomposition("log_softmax")
+@_in_float32
 def _log_softmax(x, *, axis=-1):
     s = x - F.max(x, axis=axis, keepdims=True)
     return s - F.log(F.sum(F.exp(s), axis=axis, keepdims=True))
 
 
 @decomposition("layer_norm")
+@_in_float32
 def _layer_norm(x, weight=None, bias=None, *, eps=1e-5):
     centred = x - mean(x, axis=-1, keepdims=True)
     y = centred / F.sqrt(mean(centred * centred, axis=-1, keepdims=True) + eps)
@@ -125,6 +153,7 @@ def _layer_norm(x, weight=None, bias=None, *, eps=1e-5):
 
 
 @decomposition("gelu")
+@_in_float32
 def _gelu(x, *, approximate="none"):
     if approximate == "tanh":
         inner = (x + 0.044715 * (x * x * x)) * math.sqrt(2 / math.pi)
@@ -133,11 +162,13 @@ def _gelu(x, *, approximate="none"):
 
 
 @decomposition("sigmoid")
+@_in_float32
 def _sigmoid(x):
     return 1 / (1 + F.exp(-x))
 
 
 @decomposition("silu")
+@_in_float32
 def _silu(x):
     return x * sigmoid(x)
 
@@ -159,6 +190,7 @@ _ACTIVATIONS = {
 
 
 @decomposition("linear")
+@_in_float32
 def _linear(x, weight, bias=None, *, activation=None):
     y = F.matmul(x, weight)
     if bias is not None:
@@ -167,6 +199,7 @@ def _linear(x, weight, bias=None, *, activation=None):
 
 
 @decomposition("scaled_dot_product_attention")
+@_in_float32
 def _attention(q, k, v, *, causal=False, scale=None):
     s = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = F.matmul(q, F.matrix_transpose(k)) * s
