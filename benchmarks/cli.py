@@ -54,6 +54,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="seconds one measurement may take before it is a timeout (default 300)",
     )
     p.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="split each measurement into rounds and alternate the devices (default 1)",
+    )
+    p.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -82,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         dtypes=args.dtype or [],
         quick=args.quick,
         timeout=args.timeout,
+        rounds=args.rounds,
     )
     try:
         outcome = run_bench(config, out, resume=args.resume)

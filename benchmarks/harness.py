@@ -1,5 +1,9 @@
 """Run a benchmark: plan it, measure each device in isolation, record as measured.
 
+With `rounds` > 1 every measurement is split into rounds and the devices take turns
+(A B, then B A, ...), so slow drift of the machine hits baseline and candidate alike;
+each round's record pools the samples of the rounds before it.
+
 Every record is appended and fsynced to `<out>/<run-id>.jsonl` as it arrives, so Ctrl-C
 keeps what was measured and `--resume RUN` finishes the run without redoing it. Peaks
 measured by the `peak` suite go into the run record and a per-setup cache, and give
@@ -25,12 +29,13 @@ from benchmarks.plan import BenchError, Config, Task, plan, resolve_devices
 from benchmarks.schema import (
     DeviceRecord,
     Measurement,
+    MeasurementKey,
     ResultWriter,
     RunRecord,
     new_run_id,
     read_results,
 )
-from benchmarks.timing import merge_peak
+from benchmarks.timing import merge_peak, merge_rounds
 
 
 def setup_fingerprint(run: RunRecord) -> str:
@@ -108,10 +113,16 @@ class _Recorder:
         cache_dir: Path,
         progress: Progress,
         outcome: Outcome,
+        records: dict[MeasurementKey, Measurement],
     ):
         self.run, self.writer, self.machine, self.cache_dir = run, writer, machine, cache_dir
-        self.progress, self.outcome = progress, outcome
+        self.progress, self.outcome, self.records = progress, outcome, records
         self.bar = progress.add_task("bench", total=outcome.planned)
+
+    def needs(self, key: MeasurementKey, round_: int) -> bool:
+        """True if the measurement still lacks round `round_` (or was never taken)."""
+        m = self.records.get(key)
+        return m is None or (m.status == "ok" and m.rounds <= round_)
 
     def save_run(self) -> None:
         """Rewrite the run record (the last one in the file wins)."""
@@ -124,7 +135,10 @@ class _Recorder:
         self.save_run()
 
     def measured(self, device: DeviceRecord, task: Task, m: Measurement) -> None:
-        """Append a measurement; fold a peak workload's rate into the device's peaks."""
+        """Append a measurement (pooled with its earlier rounds); fold peaks in."""
+        if m.key in self.records:
+            m = merge_rounds(self.records[m.key], m, device.peaks)
+        self.records[m.key] = m
         self.writer.write(m)
         self.outcome.measured += 1
         self.outcome.failed += m.status in ("failed", "timeout")
@@ -169,15 +183,20 @@ def run_bench(
     if resume is not None:
         path = find_run(resume, out_dir)
         previous = read_results(path)
-        run, done = previous.run, previous.completed_keys()
-        config = Config(**run.config)
+        run, config = previous.run, Config(**previous.run.config)
+        records = {m.key: m for m in previous.measurements}
     else:
         run = RunRecord.new(new_run_id(), repo=PACKAGE_ROOT, config=vars(config))
-        path, done = out_dir / f"{run.id}.jsonl", set()
+        path, records = out_dir / f"{run.id}.jsonl", {}
     machine = setup_fingerprint(run)
     _warn_if_busy(console)
     names = resolve_devices(config.backends)
-    tasks = [t for t in plan(config, names) if t.key not in done]
+    tasks = plan(config, names)
+    rounds_left = sum(
+        config.rounds - (records[t.key].rounds if t.key in records else 0)
+        for t in tasks
+        if t.key not in records or records[t.key].status == "ok"
+    )
     cached = load_cached_peaks(cache_dir, machine)
     devices = {d.name: d for d in run.devices}
     for name in names:
@@ -191,7 +210,7 @@ def run_bench(
         writer = ResultWriter(path)
     except OSError as exc:
         raise BenchError(f"cannot write results to {path}: {exc.strerror or exc}") from exc
-    outcome = Outcome(path=path, run_id=run.id, measured=0, planned=len(tasks))
+    outcome = Outcome(path=path, run_id=run.id, measured=0, planned=rounds_left)
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -199,18 +218,20 @@ def run_bench(
         TimeElapsedColumn(),
         console=console,
     )
-    recorder = _Recorder(run, writer, machine, cache_dir, progress, outcome)
+    recorder = _Recorder(run, writer, machine, cache_dir, progress, outcome, records)
     try:
         recorder.save_run()
         with progress:
-            for name in names:
-                device = devices[name]
-                DeviceRunner(
-                    device,
-                    config,
-                    functools.partial(recorder.measured, device),
-                    functools.partial(recorder.opened, device),
-                ).run([t for t in tasks if t.device == name])
+            for round_ in range(config.rounds):  # devices alternate order between rounds
+                for name in names if round_ % 2 == 0 else names[::-1]:
+                    todo = [t for t in tasks if t.device == name and recorder.needs(t.key, round_)]
+                    device = devices[name]
+                    DeviceRunner(
+                        device,
+                        config,
+                        functools.partial(recorder.measured, device),
+                        functools.partial(recorder.opened, device),
+                    ).run(todo)
         outcome.completed = True
     except KeyboardInterrupt:
         outcome.interrupted = True

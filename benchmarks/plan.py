@@ -52,10 +52,12 @@ class Config:
     dtypes: list[str] = field(default_factory=list)
     quick: bool = False
     timeout: float = 300.0
+    rounds: int = 1
 
     def timing(self) -> TimingOptions:
-        """Timing options for this run."""
-        return TimingOptions.quick() if self.quick else TimingOptions()
+        """Timing options of one round of this run."""
+        options = TimingOptions.quick() if self.quick else TimingOptions()
+        return options.per_round(self.rounds)
 
 
 def resolve_devices(backends: list[str]) -> list[str]:

@@ -94,6 +94,7 @@ class Measurement:
     `samples` are seconds per call (each the mean of `inner_loops` calls); `stats` is a
     `benchmarks.stats.Summary` as a dict; `metrics` holds derived rates (`gflops`, `gbps`,
     `items_per_s`, `pct_of_peak`); `flops`, `bytes` and `items` are the work of one call.
+    `rounds` counts the interleaved rounds whose samples the record pools.
     """
 
     suite: str
@@ -116,6 +117,7 @@ class Measurement:
     metrics: dict[str, float] = field(default_factory=dict)
     check: Check | None = None
     placement: Placement | None = None
+    rounds: int = 1
     time: str = field(default_factory=utc_now)
 
     def __post_init__(self) -> None:
@@ -378,14 +380,18 @@ class Results:
     measurements: list[Measurement]
     completed: bool = False
 
-    def completed_keys(self) -> set[MeasurementKey]:
-        """Keys already measured (any status), so a resumed run skips them."""
-        return {m.key for m in self.measurements}
+    def completed_keys(self, rounds: int = 1) -> set[MeasurementKey]:
+        """Keys a resumed run must not measure again.
+
+        A measurement is complete when it failed, timed out or was skipped, or when it is
+        ok with all `rounds` of its interleaved rounds.
+        """
+        return {m.key for m in self.measurements if m.status != "ok" or m.rounds >= rounds}
 
 
-def completed_keys(results: Results) -> set[MeasurementKey]:
-    """Keys a resumed run must not measure again."""
-    return results.completed_keys()
+def completed_keys(results: Results, rounds: int = 1) -> set[MeasurementKey]:
+    """Keys a resumed run must not measure again (see `Results.completed_keys`)."""
+    return results.completed_keys(rounds)
 
 
 def _check_version(version: Any, where: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,16 @@ class TimingOptions:
     max_samples: int = 30
     sample_time: float = 0.01
     budget: float = 2.0
+
+    def per_round(self, rounds: int) -> TimingOptions:
+        """The share of one round when a measurement is split into `rounds` rounds."""
+        return TimingOptions(
+            warmup=self.warmup,
+            min_samples=math.ceil(self.min_samples / rounds),
+            max_samples=math.ceil(self.max_samples / rounds),
+            sample_time=self.sample_time,
+            budget=self.budget / rounds,
+        )
 
     @classmethod
     def quick(cls) -> TimingOptions:
@@ -175,3 +185,23 @@ def merge_peak(peaks: dict[str, Any], kind: str, record: Measurement) -> dict[st
     elif kind == "gbps" and rate:
         merged["gbps"] = max(rate, merged["gbps"] or 0.0)
     return {k: v for k, v in merged.items() if v}
+
+
+def merge_rounds(earlier: Measurement, later: Measurement, peaks: dict[str, Any]) -> Measurement:
+    """One record of two rounds of a measurement: samples pooled, statistics recomputed.
+
+    A failure in any round makes the whole measurement failed. `inner_loops` stays the
+    first round's (each round calibrates its own; samples are seconds per call either way).
+    """
+    if earlier.status != "ok" or later.status != "ok":
+        return later if later.status != "ok" else earlier
+    merged = replace(
+        later,
+        samples=earlier.samples + later.samples,
+        inner_loops=earlier.inner_loops,
+        rounds=earlier.rounds + later.rounds,
+    )
+    summary = summarize(merged.samples)
+    merged.stats = summary.to_dict()
+    merged.metrics = derived_metrics(merged, summary.median, peaks)
+    return merged

@@ -25,7 +25,14 @@ from benchmarks.isolation import PACKAGE_ROOT
 from benchmarks.plan import BenchError, Config, plan, resolve_devices
 from benchmarks.schema import DeviceRecord, Measurement, ResultWriter, RunRecord, read_results
 from benchmarks.suites import ops
-from benchmarks.timing import TimingOptions, derived_metrics, measure, merge_peak, normwise_error
+from benchmarks.timing import (
+    TimingOptions,
+    derived_metrics,
+    measure,
+    merge_peak,
+    merge_rounds,
+    normwise_error,
+)
 
 FAST = TimingOptions(warmup=1, min_samples=10, max_samples=10, sample_time=0.001, budget=0.1)
 
@@ -183,7 +190,7 @@ def test_peaks_measured_now_replace_cached_ones(tmp_path):
     device = DeviceRecord("cpu:0", "cpu", peaks={"gflops": {"float32": 999.0}}, peaks_from="old")
     with ResultWriter(tmp_path / "r.jsonl") as writer:
         outcome = Outcome(tmp_path / "r.jsonl", "now", 0, 1)
-        recorder = _Recorder(run, writer, "fp", tmp_path / "cache", Progress(), outcome)
+        recorder = _Recorder(run, writer, "fp", tmp_path / "cache", Progress(), outcome, {})
         task = plan(Config(suites=["peak"], dtypes=["float32"]), ["cpu:0"])[0]
         m = Measurement("peak", "gemm", "cpu", "cpu:0", "float32", metrics={"gflops": 100.0})
         recorder.measured(device, task, m)
@@ -237,3 +244,47 @@ def test_unwritable_results_directory_is_named(tmp_path, capsys):
     blocker.write_text("not a directory")
     assert main(["bench", "--suite", "smoke", "--backend", "cpu", "--out", str(blocker)]) == 2
     assert f"cannot write results to {blocker}" in capsys.readouterr().err
+
+
+def test_rounds_split_the_timing_and_pool_the_samples():
+    per = TimingOptions(min_samples=10, max_samples=30, budget=2.0).per_round(3)
+    assert (per.min_samples, per.max_samples, per.budget) == (4, 10, pytest.approx(2 / 3))
+    device = hal.device("cpu")
+    first = measure(ops.gemm(64, 16, 64), "smoke", "float32", device, FAST)
+    second = measure(ops.gemm(64, 16, 64), "smoke", "float32", device, FAST)
+    merged = merge_rounds(first, second, {})
+    assert merged.rounds == 2 and merged.samples == first.samples + second.samples
+    assert merged.stats["n"] == 20 and merged.inner_loops == first.inner_loops
+    assert merged.metrics["gflops"] == pytest.approx(merged.flops / merged.stats["median"] / 1e9)
+    broken = Measurement("smoke", "gemm", "cpu", "cpu:0", "float32", status="failed", error="x")
+    assert merge_rounds(first, broken, {}) is broken
+
+
+def test_bench_in_rounds_then_resume_the_last_round(tmp_path):
+    out = tmp_path / "results"
+    args = [
+        "bench",
+        "--suite",
+        "smoke",
+        "--dtype",
+        "float64",
+        "--backend",
+        "cpu",
+        "--quick",
+        "--rounds",
+        "2",
+        "--out",
+        str(out),
+        "--no-report",
+    ]
+    assert main(args) == 0
+    (path,) = out.glob("*.jsonl")
+    res = read_results(path)
+    assert all(m.rounds == 2 and m.stats["n"] == len(m.samples) >= 8 for m in res.measurements)
+    lines = path.read_text().splitlines()  # keep the first round only
+    first = [line for line in lines if '"type": "measurement"' in line][:3]
+    assert all('"rounds": 1' in line for line in first)
+    path.write_text("\n".join([lines[0], *first]) + "\n")
+    assert main(["bench", "--resume", str(path), "--no-report"]) == 0
+    res = read_results(path)
+    assert res.completed and [m.rounds for m in res.measurements] == [2, 2, 2]

@@ -171,3 +171,11 @@ def test_not_a_pytest_benchmark_file(tmp_path):
     path.write_text('{"something": 1}')
     with pytest.raises(ResultsError, match="not a pytest-benchmark"):
         load_results(path)
+
+
+def test_completed_keys_count_rounds(tmp_path):
+    path = tmp_path / "r.jsonl"
+    _write_run(path, [_measurement("a"), _measurement("b", status="failed", error="x")])
+    res = read_results(path)
+    assert len(completed_keys(res)) == 2
+    assert [k[1] for k in completed_keys(res, rounds=2)] == ["b"]  # failed is final
