@@ -112,6 +112,7 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_bench_smoke_end_to_end_then_resume(tmp_path, capsys):
     out = tmp_path / "results"
     assert (
@@ -146,6 +147,7 @@ def test_unknown_backend_from_the_command_line(tmp_path, capsys):
     assert "registered: cpu" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_what_was_measured(tmp_path):
     out = tmp_path / "results"
     env = {**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)}
@@ -260,6 +262,7 @@ def test_rounds_split_the_timing_and_pool_the_samples():
     assert merge_rounds(first, broken, {}) is broken
 
 
+@pytest.mark.slow
 def test_bench_in_rounds_then_resume_the_last_round(tmp_path):
     out = tmp_path / "results"
     args = [
