@@ -20,20 +20,18 @@ SCALAR = 3.0
 
 
 def _scale(x):
+    """STREAM scale: q * x."""
     return hal.multiply(x, SCALAR)
 
 
-def _add(a, b):
-    return hal.add(a, b)
-
-
 def _triad(b, c):
+    """STREAM triad: b + q * c (two hal ops)."""
     return hal.add(b, hal.multiply(c, SCALAR))
 
 
 _STREAM = {
     "scale": (1, _scale, lambda x: x * SCALAR),
-    "add": (2, _add, np.add),
+    "add": (2, hal.add, np.add),
     "triad": (2, _triad, lambda b, c: b + c * SCALAR),
 }
 

@@ -24,7 +24,7 @@ from benchmarks.harness import (
 from benchmarks.isolation import PACKAGE_ROOT
 from benchmarks.plan import BenchError, Config, plan, resolve_devices
 from benchmarks.schema import DeviceRecord, Measurement, ResultWriter, RunRecord, read_results
-from benchmarks.suites import ops
+from benchmarks.suites import ops, peak
 from benchmarks.timing import (
     TimingOptions,
     derived_metrics,
@@ -291,3 +291,11 @@ def test_bench_in_rounds_then_resume_the_last_round(tmp_path):
     assert main(["bench", "--resume", str(path), "--no-report"]) == 0
     res = read_results(path)
     assert res.completed and [m.rounds for m in res.measurements] == [2, 2, 2]
+
+
+@pytest.mark.parametrize("kind", ["scale", "add", "triad"])
+def test_stream_kernels_check_and_count_stream_bytes(kind):
+    m = measure(peak.stream(kind, 4096), "peak", "float64", hal.device("cpu"), FAST)
+    assert m.status == "ok", m.error
+    arrays = {"scale": 2, "add": 3, "triad": 3}[kind]
+    assert m.bytes == arrays * 4096 * 8 and m.flops is None
