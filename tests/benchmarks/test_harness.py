@@ -299,3 +299,15 @@ def test_stream_kernels_check_and_count_stream_bytes(kind):
     assert m.status == "ok", m.error
     arrays = {"scale": 2, "add": 3, "triad": 3}[kind]
     assert m.bytes == arrays * 4096 * 8 and m.flops is None
+
+
+def test_every_suite_has_unique_measurement_keys():
+    for suite in ["ops", "peak", "quick", "smoke"]:
+        keys = [t.key for t in plan(Config(suites=[suite]), ["cpu:0"])]
+        assert len(keys) == len(set(keys)), suite
+    deepbench = {
+        (t.workload.params["M"], t.workload.params["N"])
+        for t in plan(Config(suites=["ops"]), ["cpu:0"])
+        if t.workload.name == "gemm"
+    }
+    assert {(m, n) for m in (1760, 2048, 2560) for n in (16, 32, 64, 128)} <= deepbench
