@@ -70,8 +70,10 @@ def _devices_table(results: list[Results]) -> pd.DataFrame:
                     "run": r.run.id,
                     "backend": d.backend,
                     "device": d.name,
+                    "name": d.capabilities.get("name", ""),
                     "peak GFLOP/s": ", ".join(f"{k}: {v:.4g}" for k, v in sorted(flops.items())),
                     "peak GB/s": f"{d.peaks['gbps']:.4g}" if d.peaks.get("gbps") else "",
+                    "peaks measured in run": d.peaks_from or "",
                 }
             )
     return pd.DataFrame(rows)
