@@ -90,7 +90,8 @@ def build_sections(
             "Devices and measured peaks",
             [
                 devices if not devices.empty else "No devices recorded.",
-                "Peaks are measured by `hal bench --suite peak` (GEMM sweep, STREAM copy/triad).",
+                "Peaks are measured by `hal bench --suite peak` (GEMM sweep; STREAM scale, "
+                "add and triad).",
             ],
         )
     )
