@@ -136,18 +136,31 @@ def measure(
     return record
 
 
+def calibrate(workload: Workload, device: hal.Device, tensors: list, sample_time: float) -> int:
+    """Inner-loop count that makes one sample last at least `sample_time`.
+
+    Grows the count from one call (as `timeit.autorange` does) until a timed block
+    is long enough: a single call also times its events, so it overestimates tiny ops.
+    """
+    inner = 1
+    for _ in range(30):
+        total = _time_block(device, workload.run, tensors, workload.options, inner) * inner
+        if total >= sample_time:
+            break
+        inner = max(2 * inner, math.ceil(1.2 * inner * sample_time / max(total, 1e-9)))
+    return inner
+
+
 def _sample(
     workload: Workload, device: hal.Device, tensors: list, timing: TimingOptions
 ) -> tuple[list[float], int]:
-    """Warm up (the fastest warm-up call calibrates the inner loop), then sample.
+    """Warm up (discarded), calibrate the inner loop, then sample.
 
     At least `min_samples` are taken; more, up to `max_samples`, while within `budget`.
     """
-    one = min(
+    for _ in range(timing.warmup):
         _time_block(device, workload.run, tensors, workload.options, 1)
-        for _ in range(max(1, timing.warmup))
-    )
-    inner = max(1, math.ceil(timing.sample_time / max(one, 1e-9)))
+    inner = calibrate(workload, device, tensors, timing.sample_time)
     samples: list[float] = []
     started = time.perf_counter()
     while len(samples) < timing.max_samples and (
