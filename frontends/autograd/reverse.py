@@ -7,6 +7,7 @@ differentiated again to any order. Complex convention: see `frontends.autograd`.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -27,62 +28,121 @@ from .trace import (
     followed,
     fresh,
 )
-from .vjp_rules import RULES
+from .vjp_rules import RULES, SAVES
+
+
+class Operand:
+    """What a node keeps of an operand whose value its rule does not read: shape and dtype."""
+
+    __slots__ = ("device", "dtype", "ndim", "shape", "size")
+
+    def __init__(self, t: Tensor) -> None:
+        self.shape, self.dtype, self.device = t.shape, t.dtype, t.device
+        self.ndim, self.size = t.ndim, t.size
+
+
+class Node:
+    """One recorded op: what its rule reads, and the nodes that produced its operands."""
+
+    __slots__ = ("args", "marks", "out", "params", "parents", "seq", "spec")
+
+    def __init__(self, spec, args, params, out, parents, marks, seq: int) -> None:
+        self.spec, self.args, self.params, self.out = spec, args, params, out
+        self.parents, self.marks, self.seq = parents, marks, seq
 
 
 class Tape(Level):
-    """A reverse-mode level: records every op with a watched operand, in execution order."""
+    """A reverse-mode level: a graph of the ops that depend on its inputs.
+
+    Each followed tensor maps (weakly) to the node that produced it; a node keeps the
+    operand values its rule reads (`vjp_rules.SAVES`), the others' shapes and dtypes,
+    and its operands' producer nodes. As in PyTorch's graph, a node lives while its
+    result or a node that consumed it does, so memory holds what the backward pass
+    reads and dead branches are freed as they die.
+    """
 
     def __init__(self) -> None:
         super().__init__()
-        self.nodes: list[tuple] = []
-        self.marks: dict[int, tuple[Tensor, object]] = {}  # id -> (tensor, True | Blocked)
+        self.entries: dict[int, tuple[weakref.ref, Node, object]] = {}
+        self.count = 0
+
+    def _follow(self, t: Tensor, node: Node, mark) -> None:
+        key, entries = id(t), self.entries
+        entries[key] = (weakref.ref(t, lambda _, key=key: entries.pop(key, None)), node, mark)
+
+    def _entry(self, t):
+        if t is None:
+            return None
+        entry = self.entries.get(id(t))
+        return entry if entry is not None and entry[0]() is t else None
 
     def watch(self, x: Tensor) -> None:
         """Follow x (an input of the level)."""
-        self.marks[id(x)] = (x, True)
+        self._follow(x, Node(None, (), {}, None, (), (), -1), True)
 
     def mark(self, t):
         """True or a Blocked marker for a followed tensor, None otherwise."""
-        if t is None:
-            return None
-        entry = self.marks.get(id(t))
-        return entry[1] if entry is not None and entry[0] is t else None
+        entry = self._entry(t)
+        return None if entry is None else entry[2]
 
     def record(self, spec, args, params, out) -> None:
-        """Add the op to the tape if one of its operands is followed."""
-        marks = [self.mark(a) for a in args]
+        """Add a node for the op if one of its operands is followed."""
+        entries = [self._entry(a) for a in args]
+        marks = [None if e is None else e[2] for e in entries]
         if not followed(spec, marks):
             return
-        self.nodes.append((spec, args, params, out, marks))
-        self.marks[id(out)] = (out, blocked_output(spec, args, out, marks) or True)
+        reads, reads_out = SAVES.get(spec.name, (True, True))
+        kept = tuple(a if a is None or reads is True or (reads and i in reads) else Operand(a)
+                     for i, a in enumerate(args))
+        parents = tuple(None if e is None else e[1] for e in entries)
+        self.count += 1
+        node = Node(spec, kept, params, out if reads_out else None, parents, marks, self.count)
+        self._follow(out, node, blocked_output(spec, args, out, marks) or True)
 
     def backward(self, outputs: Sequence[Tensor], cotangents: Sequence[Tensor],
                  inputs: Sequence[Tensor], mode: str) -> list:
         """Cotangents of `inputs` (None where none reached them) given those of `outputs`."""
         grads: dict[int, Tensor] = {}
+        roots = []
         for o, c in zip(outputs, cotangents, strict=True):
-            m = self.mark(o)
-            if isinstance(m, Blocked):
-                raise m.error(mode)
-            if m:
-                grads[id(o)] = c if id(o) not in grads else grads[id(o)] + c
-        for spec, args, params, out, marks in reversed(self.nodes):
-            g = grads.pop(id(out), None)
+            entry = self._entry(o)
+            if entry is None:
+                continue
+            if isinstance(entry[2], Blocked):
+                raise entry[2].error(mode)
+            k = id(entry[1])
+            grads[k] = c if k not in grads else grads[k] + c
+            roots.append(entry[1])
+        for node in _reachable(roots):
+            g = grads.pop(id(node), None) if node.spec is not None else None
             if g is None:
                 continue
-            check_flow(spec, marks, mode)
-            rule = RULES.get(spec.name)
+            check_flow(node.spec, node.marks, mode)
+            rule = RULES.get(node.spec.name)
             if rule is None:
-                raise HalError(f"{mode}: op {spec.name} has no VJP rule; it cannot be "
+                raise HalError(f"{mode}: op {node.spec.name} has no VJP rule; it cannot be "
                                "differentiated in reverse mode (use forward mode: jvp)")
-            needs = [bool(m) for m in marks]
+            needs = [bool(m) for m in node.marks]
             with self.own_work():
-                for a, need, c in zip(args, needs, rule(g, args, params, out, needs), strict=True):
+                cts = rule(g, node.args, node.params, node.out, needs)
+                for parent, need, c in zip(node.parents, needs, cts, strict=True):
                     if need and c is not None:
-                        k = id(a)
+                        k = id(parent)
                         grads[k] = c if k not in grads else grads[k] + c
-        return [grads.get(id(x)) for x in inputs]
+        leaves = [self._entry(x) for x in inputs]
+        return [None if e is None else grads.get(id(e[1])) for e in leaves]
+
+
+def _reachable(roots: list[Node]) -> list[Node]:
+    """The nodes the roots depend on, latest first (a reverse topological order)."""
+    seen: dict[int, Node] = {}
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen[id(node)] = node
+            stack.extend(p for p in node.parents if p is not None)
+    return sorted(seen.values(), key=lambda n: -n.seq)
 
 
 def vjp(f: Callable, *primals, has_aux: bool = False):

@@ -22,14 +22,14 @@ def _count(x, axis) -> int:
     return math.prod(x.shape[a] for a in axes)
 
 
-@vjp_rule("mean")
+@vjp_rule("mean", args=False, out=False)
 def _mean(ct, args, params, out, needs):
     x = args[0]
     axis = params.get("axis")
     return (expand(ct, x.shape, axis, params.get("keepdims", False)) / _count(x, axis),)
 
 
-@vjp_rule("var")
+@vjp_rule("var", out=False)
 def _var(ct, args, params, out, needs):
     x = args[0]
     axis = params.get("axis")
@@ -38,13 +38,13 @@ def _var(ct, args, params, out, needs):
     return (expand(ct, x.shape, axis, params.get("keepdims", False)) * centred * (2 / n),)
 
 
-@vjp_rule("softmax")
+@vjp_rule("softmax", args=False)
 def _softmax(ct, args, params, out, needs):
     axis = params.get("axis", -1)
     return (out * (ct - hal.sum(ct * out, axis=axis, keepdims=True)),)
 
 
-@vjp_rule("log_softmax")
+@vjp_rule("log_softmax", args=False)
 def _log_softmax(ct, args, params, out, needs):
     axis = params.get("axis", -1)
     return (ct - hal.exp(out) * hal.sum(ct, axis=axis, keepdims=True),)
@@ -75,24 +75,24 @@ def _gelu_derivative(x, approximate):
     return cdf + x * hal.exp(-0.5 * (x * x)) * (1 / math.sqrt(2 * math.pi))
 
 
-@vjp_rule("gelu")
+@vjp_rule("gelu", out=False)
 def _gelu(ct, args, params, out, needs):
     return (ct * _gelu_derivative(args[0], params.get("approximate", "none")),)
 
 
-@vjp_rule("sigmoid")
+@vjp_rule("sigmoid", args=False)
 def _sigmoid(ct, args, params, out, needs):
     return (ct * (out * (1 - out)),)
 
 
-@vjp_rule("silu")
+@vjp_rule("silu", out=False)
 def _silu(ct, args, params, out, needs):
     x = args[0]
     s = hal.nn.sigmoid(x)
     return (ct * (s * (1 + x * (1 - s))),)
 
 
-@vjp_rule("relu")
+@vjp_rule("relu", out=False)
 def _relu(ct, args, params, out, needs):
     x = args[0]  # the decomposition is maximum(x, 0): ties (x == 0) split the cotangent
     return (hal.where(hal.greater(x, 0), ct, hal.where(hal.equal(x, 0), ct * 0.5, 0)),)
@@ -109,7 +109,7 @@ def _activation(name, y):
             "tanh": hal.tanh}[name](y)
 
 
-@vjp_rule("linear")
+@vjp_rule("linear", out=False)
 def _linear(ct, args, params, out, needs):
     x, weight, bias = ([*list(args), None])[:3]
     activation = params.get("activation")
@@ -126,7 +126,7 @@ def _linear(ct, args, params, out, needs):
     return (gx, gw, gb)[:len(args)]
 
 
-@vjp_rule("scaled_dot_product_attention")
+@vjp_rule("scaled_dot_product_attention", out=False)
 def _attention(ct, args, params, out, needs):
     q, k, v = args
     s = params.get("scale")
@@ -144,7 +144,7 @@ def _attention(ct, args, params, out, needs):
     return gq, gk, gv
 
 
-@vjp_rule("roll")
+@vjp_rule("roll", args=False, out=False)
 def _roll(ct, args, params, out, needs):
     shift, axis = params["shift"], params.get("axis")
     back = -shift if isinstance(shift, int) else tuple(-s for s in shift)

@@ -22,13 +22,20 @@ from hal import Tensor
 from hal import dtypes as dt
 
 RULES: dict[str, Callable] = {}
+SAVES: dict[str, tuple] = {}  # op -> (operand values the rule reads, whether it reads out)
 
 
-def vjp_rule(*names: str):
-    """Decorator: register a VJP rule under op names."""
+def vjp_rule(*names: str, args: bool | tuple[int, ...] = True, out: bool = True):
+    """Decorator: register a VJP rule under op names.
+
+    args (True, False or the indices) and out say which values the rule reads; the tape
+    keeps only those alive (the others' shapes and dtypes are kept), as PyTorch saves
+    only what a backward formula needs.
+    """
     def register(fn):
         for n in names:
             RULES[n] = fn
+            SAVES[n] = (args, out)
         return fn
 
     return register
@@ -64,7 +71,7 @@ def one_like(x: Tensor) -> Tensor:
 
 
 # -- elementwise ------------------------------------------------------------------------
-@vjp_rule("negative")
+@vjp_rule("negative", args=False, out=False)
 def _negative(ct, args, params, out, needs):
     return (-ct,)
 
@@ -77,64 +84,64 @@ def _abs(ct, args, params, out, needs):
     return (hal.where(hal.greater(x, 0), ct, hal.where(hal.less(x, 0), -ct, 0)),)
 
 
-@vjp_rule("exp")
+@vjp_rule("exp", args=False)
 def _exp(ct, args, params, out, needs):
     return (ct * out,)
 
 
-@vjp_rule("log")
+@vjp_rule("log", out=False)
 def _log(ct, args, params, out, needs):
     return (ct / args[0],)
 
 
-@vjp_rule("sqrt")
+@vjp_rule("sqrt", args=False)
 def _sqrt(ct, args, params, out, needs):
     return (ct / (out * 2),)
 
 
-@vjp_rule("sin")
+@vjp_rule("sin", out=False)
 def _sin(ct, args, params, out, needs):
     return (ct * hal.cos(args[0]),)
 
 
-@vjp_rule("cos")
+@vjp_rule("cos", out=False)
 def _cos(ct, args, params, out, needs):
     return (-(ct * hal.sin(args[0])),)
 
 
-@vjp_rule("tanh")
+@vjp_rule("tanh", args=False)
 def _tanh(ct, args, params, out, needs):
     return (ct * (1 - out * out),)
 
 
-@vjp_rule("erf")
+@vjp_rule("erf", out=False)
 def _erf(ct, args, params, out, needs):
     x = args[0]
     return (ct * (hal.exp(-(x * x)) * (2 / math.sqrt(math.pi))),)
 
 
-@vjp_rule("add")
+@vjp_rule("add", args=False, out=False)
 def _add(ct, args, params, out, needs):
     a, b = args
     return (unbroadcast(ct, a.shape) if needs[0] else None,
             unbroadcast(ct, b.shape) if needs[1] else None)
 
 
-@vjp_rule("subtract")
+@vjp_rule("subtract", args=False, out=False)
 def _subtract(ct, args, params, out, needs):
     a, b = args
     return (unbroadcast(ct, a.shape) if needs[0] else None,
             unbroadcast(-ct, b.shape) if needs[1] else None)
 
 
-@vjp_rule("multiply")
+@vjp_rule("multiply", out=False)
 def _multiply(ct, args, params, out, needs):
     a, b = args
     return (unbroadcast(ct * b, a.shape) if needs[0] else None,
             unbroadcast(ct * a, b.shape) if needs[1] else None)
 
 
-@vjp_rule("divide")
+@vjp_rule("divide", args=(1,))
 def _divide(ct, args, params, out, needs):
     a, b = args
     ga = ct / b
@@ -168,17 +175,17 @@ def _select_vjp(ct, args, needs, first_wins):
             None if gb is None else unbroadcast(gb, b.shape))
 
 
-@vjp_rule("maximum")
+@vjp_rule("maximum", out=False)
 def _maximum(ct, args, params, out, needs):
     return _select_vjp(ct, args, needs, hal.greater)
 
 
-@vjp_rule("minimum")
+@vjp_rule("minimum", out=False)
 def _minimum(ct, args, params, out, needs):
     return _select_vjp(ct, args, needs, hal.less)
 
 
-@vjp_rule("where")
+@vjp_rule("where", args=(0,), out=False)
 def _where(ct, args, params, out, needs):
     c, x, y = args
     return (None,
@@ -186,7 +193,7 @@ def _where(ct, args, params, out, needs):
             unbroadcast(hal.where(c, 0, ct), y.shape) if needs[2] else None)
 
 
-@vjp_rule("astype")
+@vjp_rule("astype", args=False, out=False)
 def _astype(ct, args, params, out, needs):
     (x,) = args
     if dt.is_complex(ct.dtype) and not dt.is_complex(x.dtype):
@@ -195,7 +202,7 @@ def _astype(ct, args, params, out, needs):
 
 
 # -- reductions -------------------------------------------------------------------------
-@vjp_rule("sum")
+@vjp_rule("sum", args=False, out=False)
 def _sum(ct, args, params, out, needs):
     x = args[0]
     return (expand(ct, x.shape, params.get("axis"), params.get("keepdims", False)),)
@@ -211,18 +218,18 @@ def _max(ct, args, params, out, needs):
 
 
 # -- movement ---------------------------------------------------------------------------
-@vjp_rule("reshape")
+@vjp_rule("reshape", args=False, out=False)
 def _reshape(ct, args, params, out, needs):
     return (hal.reshape(ct, args[0].shape),)
 
 
-@vjp_rule("permute_dims")
+@vjp_rule("permute_dims", args=False, out=False)
 def _permute(ct, args, params, out, needs):
     axes = [a % ct.ndim for a in params["axes"]]
     return (hal.permute_dims(ct, [int(i) for i in np.argsort(axes)]),)
 
 
-@vjp_rule("broadcast_to")
+@vjp_rule("broadcast_to", args=False, out=False)
 def _broadcast_to(ct, args, params, out, needs):
     return (unbroadcast(ct, args[0].shape),)
 
@@ -254,7 +261,7 @@ def _unslice_axis(g: Tensor, axis: int, start: int, step: int, count: int, size:
     return hal.pad(g, widths)
 
 
-@vjp_rule("slice")
+@vjp_rule("slice", args=False, out=False)
 def _slice(ct, args, params, out, needs):
     x = args[0]
     g = ct
@@ -265,7 +272,7 @@ def _slice(ct, args, params, out, needs):
     return (g,)
 
 
-@vjp_rule("concat")
+@vjp_rule("concat", args=False, out=False)
 def _concat(ct, args, params, out, needs):
     axis = params.get("axis", 0) % ct.ndim
     grads, offset = [], 0
@@ -293,7 +300,7 @@ def _pad_to(g, axis, before, after):
     return hal.pad(g, widths)
 
 
-@vjp_rule("pad")
+@vjp_rule("pad", args=False, out=False)
 def _pad(ct, args, params, out, needs):
     x = args[0]
     mode = params.get("mode", "constant")
@@ -318,7 +325,7 @@ def _pad(ct, args, params, out, needs):
     return (g,)
 
 
-@vjp_rule("matmul")
+@vjp_rule("matmul", out=False)
 def _matmul(ct, args, params, out, needs):
     a, b = args
     a2 = hal.reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
@@ -335,22 +342,22 @@ def _matmul(ct, args, params, out, needs):
 
 
 # -- complex parts ----------------------------------------------------------------------
-@vjp_rule("real")
+@vjp_rule("real", args=False, out=False)
 def _real(ct, args, params, out, needs):
     return (hal.astype(ct, args[0].dtype),)
 
 
-@vjp_rule("imag")
+@vjp_rule("imag", args=False, out=False)
 def _imag(ct, args, params, out, needs):
     return (hal.astype(ct, args[0].dtype) * -1j,)
 
 
-@vjp_rule("conj")
+@vjp_rule("conj", args=False, out=False)
 def _conj(ct, args, params, out, needs):
     return (hal.conj(ct),)
 
 
-@vjp_rule("complex")
+@vjp_rule("complex", args=False, out=False)
 def _complex(ct, args, params, out, needs):
     re, im = args
     return (unbroadcast(hal.real(ct), re.shape) if needs[0] else None,
@@ -361,17 +368,17 @@ def _complex(ct, args, params, out, needs):
 _FLIP = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 
-@vjp_rule("fftn")
+@vjp_rule("fftn", args=False, out=False)
 def _fftn(ct, args, params, out, needs):
     return (hal.fft.fftn(ct, axes=params["axes"], norm=params.get("norm")),)
 
 
-@vjp_rule("ifftn")
+@vjp_rule("ifftn", args=False, out=False)
 def _ifftn(ct, args, params, out, needs):
     return (hal.fft.ifftn(ct, axes=params["axes"], norm=params.get("norm")),)
 
 
-@vjp_rule("rfftn")
+@vjp_rule("rfftn", args=False, out=False)
 def _rfftn(ct, args, params, out, needs):
     x = args[0]
     axes = tuple(params["axes"])
@@ -380,7 +387,7 @@ def _rfftn(ct, args, params, out, needs):
     return (hal.real(hal.fft.fftn(full, axes=axes, norm=params.get("norm"))),)
 
 
-@vjp_rule("irfftn")
+@vjp_rule("irfftn", args=False, out=False)
 def _irfftn(ct, args, params, out, needs):
     x = args[0]
     axes = tuple(params["axes"])

@@ -101,3 +101,23 @@ def test_where_with_a_condition_from_the_input_is_differentiable():
     g = ag.grad(lambda x: hal.sum(hal.where(x > 0, x * x, -x)))(x)
     np.testing.assert_allclose(g.numpy(), [-1.0, 4.0])
     ag.check_grads(lambda x: hal.where(x > 0, x * x, -x), (x,), order=3)
+
+
+def test_the_tape_keeps_only_what_rules_read():
+    import gc
+    import weakref
+
+    refs = []
+
+    def f(x):
+        y = x * 2.0  # multiply's rule reads its operands, not y
+        z = y + 1.0  # add's rule reads nothing
+        dead = hal.sin(z)  # a branch nothing uses
+        refs.extend([weakref.ref(y), weakref.ref(dead)])
+        return hal.exp(z)  # exp's rule reads its result, not z
+
+    x = hal.asarray(np.ones(4))
+    out, fn = ag.vjp(f, x)
+    gc.collect()
+    assert [r() for r in refs] == [None, None]
+    np.testing.assert_allclose(fn(hal.ones_like(out))[0].numpy(), 2 * np.exp(3.0) * np.ones(4))
