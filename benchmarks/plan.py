@@ -93,6 +93,11 @@ def resolve_devices(backends: list[str]) -> list[str]:
 
 def plan(config: Config, devices: list[str]) -> list[Task]:
     """Tasks for every suite x workload x dtype x device; BenchError for unknown names."""
+    if config.rounds < 1 or config.timeout <= 0:
+        raise BenchError(
+            f"rounds must be at least 1 and the timeout positive "
+            f"(got rounds={config.rounds}, timeout={config.timeout:g})"
+        )
     unknown = [s for s in config.suites if s not in suite_names()]
     if unknown:
         raise BenchError(f"unknown suite {', '.join(unknown)}; suites: {', '.join(suite_names())}")

@@ -1,4 +1,4 @@
-"""Quick suite: a small slice of the op suite for the default run (about a minute on 2 cores)."""
+"""Quick suite: a small slice of the op suite for the default run (tens of seconds a device)."""
 
 from __future__ import annotations
 

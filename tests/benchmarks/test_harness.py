@@ -49,6 +49,8 @@ def test_unknown_suite_backend_dtype_list_the_valid_ones():
         plan(Config(suites=["nope"]), ["cpu:0"])
     with pytest.raises(BenchError, match=r"unknown dtype int3 .*dtypes: complex64, float32"):
         plan(Config(suites=["smoke"], dtypes=["int3"]), ["cpu:0"])
+    with pytest.raises(BenchError, match=r"rounds must be at least 1.*rounds=0"):
+        plan(Config(suites=["smoke"], rounds=0), ["cpu:0"])
     with pytest.raises(BenchError, match=r"unknown backend 'tpu'; registered: cpu"):
         resolve_devices(["tpu"])
     with pytest.raises(BenchError, match=r"device 'cpu:7' does not exist; devices: cpu:0"):
