@@ -27,12 +27,26 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
+def _labels(data: pd.DataFrame) -> pd.Series:
+    """One unique label per row: suite/workload params dtype (series)."""
+    return (
+        data["suite"]
+        + "/"
+        + data["workload"]
+        + " "
+        + data["params"]
+        + " "
+        + data["dtype"]
+        + " ("
+        + data["series"]
+        + ")"
+    )
+
+
 def speedup_bars(long: pd.DataFrame, baseline: str) -> bytes:
     """Horizontal bars of speedup vs `baseline` per workload and series, log scale, CI whiskers."""
     data = long.head(MAX_ROWS).iloc[::-1]
-    labels = (
-        data["workload"] + " " + data["params"] + " " + data["dtype"] + " (" + data["series"] + ")"
-    )
+    labels = _labels(data)
     fig, ax = _figure(9, 1.5 + 0.28 * len(data))
     lower = (data["speedup"] - data["ci_low"]).clip(lower=0).fillna(0)
     upper = (data["ci_high"] - data["speedup"]).clip(lower=0).fillna(0)
@@ -82,9 +96,7 @@ def roofline(device: DeviceRecord, points: pd.DataFrame) -> bytes:
 def distributions(frame: pd.DataFrame) -> bytes:
     """Box plots of each measurement's samples relative to its median (spread at a glance)."""
     data = frame[frame["samples"].map(len) > 0].head(MAX_ROWS).iloc[::-1]
-    labels = (
-        data["workload"] + " " + data["params"] + " " + data["dtype"] + " (" + data["series"] + ")"
-    )
+    labels = _labels(data)
     relative = [np.asarray(s) / m for s, m in zip(data["samples"], data["median"], strict=True)]
     fig, ax = _figure(9, 1.5 + 0.28 * len(data))
     ax.boxplot(relative, orientation="horizontal", tick_labels=list(labels), showfliers=True)
