@@ -185,6 +185,11 @@ def run_bench(
         previous = read_results(path)
         run, config = previous.run, Config(**previous.run.config)
         records = {m.key: m for m in previous.measurements}
+        if setup_fingerprint(RunRecord.new(run.id, repo=PACKAGE_ROOT)) != setup_fingerprint(run):
+            raise BenchError(
+                f"run {run.id} was measured on another setup (host, libraries or environment "
+                "differ); its figures would not mix with new ones: start a new run"
+            )
     else:
         run = RunRecord.new(new_run_id(), repo=PACKAGE_ROOT, config=vars(config))
         path, records = out_dir / f"{run.id}.jsonl", {}

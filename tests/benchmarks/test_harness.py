@@ -139,6 +139,17 @@ def test_bench_smoke_end_to_end_then_resume(tmp_path, capsys):
     assert len(read_results(path).measurements) == 9
 
 
+def test_resume_on_another_setup_is_refused(tmp_path, capsys):
+    out = tmp_path / "results"
+    path = out / "old.jsonl"
+    run = RunRecord.new("old", repo=PACKAGE_ROOT, config={"suites": ["smoke"]})
+    run.host["cpu"] = "Another CPU"
+    with ResultWriter(path) as writer:
+        writer.write_run(run)
+    assert main(["bench", "--resume", "old", "--out", str(out)]) == 2
+    assert "run old was measured on another setup" in capsys.readouterr().err
+
+
 def test_resume_of_an_unknown_run_names_the_runs(tmp_path, capsys):
     assert main(["bench", "--resume", "nope", "--out", str(tmp_path)]) == 2
     assert "no run 'nope' to resume" in capsys.readouterr().err
