@@ -33,7 +33,17 @@ from benchmarks.stats import summarize
 
 SCHEMA_VERSION = "1.0"
 STATUSES = ("ok", "failed", "skipped", "timeout")
-LIBRARIES = ("numpy", "scipy", "pyopencl", "apache-tvm", "onnxruntime", "cupy", "torch", "jax")
+# library -> the distributions that provide it (the first one installed is reported)
+LIBRARIES = {
+    "numpy": ("numpy",),
+    "scipy": ("scipy",),
+    "pyopencl": ("pyopencl",),
+    "tvm": ("apache-tvm", "tlcpack"),
+    "onnxruntime": ("onnxruntime", "onnxruntime-gpu"),
+    "cupy": ("cupy", "cupy-cuda12x", "cupy-cuda11x", "cupy-rocm-5-0"),
+    "torch": ("torch",),
+    "jax": ("jax",),
+}
 ENV_PREFIXES = ("HAL_", "OPENBLAS_", "MKL_", "MPIR_CVAR_")
 ENV_NAMES = ("OMP_NUM_THREADS",)
 
@@ -308,14 +318,19 @@ def host_info() -> dict[str, Any]:
     }
 
 
-def library_versions(names: tuple[str, ...] = LIBRARIES) -> dict[str, str | None]:
+def library_versions(
+    libraries: dict[str, tuple[str, ...]] = LIBRARIES,
+) -> dict[str, str | None]:
     """Installed versions of the libraries that matter (None if absent), without importing them."""
     versions: dict[str, str | None] = {}
-    for name in names:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
+    for name, distributions in libraries.items():
+        versions[name] = None
+        for dist in distributions:
+            try:
+                versions[name] = importlib.metadata.version(dist)
+                break
+            except importlib.metadata.PackageNotFoundError:
+                continue
     return versions
 
 
