@@ -41,12 +41,8 @@ def _on_host(device) -> None:
 
 
 def _peer_params(name: str, params: dict) -> dict:
-    """params with the peer's label (name and version), or 'NAME unavailable'."""
-    try:
-        label = peers.load(name).label
-    except peers.PeerUnavailable:
-        label = f"{name} unavailable"
-    return {**params, "peer": label}
+    """params with the peer's name and installed version (read without importing it)."""
+    return {**params, "peer": peers.version_label(name)}
 
 
 # -- FFT ------------------------------------------------------------------------------

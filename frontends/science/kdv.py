@@ -146,16 +146,16 @@ class KdVSolver:
                        for key, val in coefficients(problem).items()}
         self.check_every = check_every
 
-    def initial(self) -> hal.Tensor:
-        """The rfft of the exact solution at t = 0."""
-        u0 = hal.asarray(self.problem.exact(0.0).astype(self.dtype), device=self.device)
-        return hal.fft.rfft(u0)
+    def run(self, steps: int | None = None, u0: hal.Tensor | None = None) -> hal.Tensor:
+        """u after `steps` steps (all by default) from u0 (default: the exact u(0)).
 
-    def run(self, steps: int | None = None) -> hal.Tensor:
-        """u after `steps` steps (all of them by default); UnstableError on blow-up."""
+        Raises UnstableError when the solution blows up.
+        """
         p = self.problem
         steps = p.steps if steps is None else steps
-        v = self.initial()
+        if u0 is None:
+            u0 = hal.asarray(p.exact(0.0).astype(self.dtype), device=self.device)
+        v = hal.fft.rfft(u0)
         limit = 100 * float(hal.max(hal.abs(v)))
         for i in range(1, steps + 1):
             v = etdrk4_step(hal.fft, self.coeffs, v, p.n)
@@ -195,11 +195,16 @@ def residual(soliton: TwoSoliton, x: hal.Tensor, t: float) -> tuple[hal.Tensor, 
     return ut + 6 * u * ux + uxxx, float(hal.max(hal.abs(uxxx)))
 
 
-def peer_run(peer, problem: KdVProblem, dtype="float64", steps: int | None = None) -> np.ndarray:
-    """u after `steps` (default all) ETDRK4 steps in a peer library (`peers.load(name)`)."""
+def peer_runner(peer, problem: KdVProblem, dtype="float64", steps: int | None = None):
+    """A function u0 -> u after `steps` (default all) ETDRK4 steps in a peer library
+    (`peers.load(name)`); coefficients are uploaded and the loop compiled once."""
     cdtype = np.complex64 if np.dtype(dtype) == np.float32 else np.complex128
     c = {k: peer.asarray(v.astype(cdtype)) for k, v in coefficients(problem).items()}
-    v0 = peer.fft.rfft(peer.asarray(problem.exact(0.0).astype(dtype)))
     step = peer.compile(lambda v: etdrk4_step(peer.fft, c, v, problem.n))
-    v = peer.loop(step, v0, problem.steps if steps is None else steps)
-    return peer.numpy(peer.fft.irfft(v, problem.n))
+    loop = peer.looper(step, problem.steps if steps is None else steps)
+
+    def run(u0: np.ndarray) -> np.ndarray:
+        v = loop(peer.fft.rfft(peer.asarray(np.asarray(u0, dtype=dtype))))
+        return peer.numpy(peer.fft.irfft(v, problem.n))
+
+    return run

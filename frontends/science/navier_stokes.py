@@ -102,6 +102,11 @@ class NavierStokes2D:
     def _upload(self, a: np.ndarray) -> hal.Tensor:
         return hal.asarray(np.ascontiguousarray(a, dtype=self.cdtype), device=self.device)
 
+    def peer_step(self, peer):
+        """This solver's IF-RK4 step in a peer library (`peers.load`), compiled by it."""
+        c = {k: peer.asarray(v.numpy()) for k, v in self.coeffs.items()}
+        return peer.compile(lambda v: if_rk4_step(peer.fft, c, v, self.dt, self.n))
+
     def transform(self, w: np.ndarray) -> hal.Tensor:
         """The dealiased rfft2 state of a host vorticity field."""
         return self._upload(np.fft.rfft2(w) * self.mask)
@@ -138,9 +143,3 @@ class NavierStokes2D:
                 self._check(w_hat, i)
         return w_hat
 
-
-def peer_stepper(peer, ns: NavierStokes2D, w: np.ndarray):
-    """(step, state): `ns`'s IF-RK4 step compiled for a peer library and its initial state."""
-    c = {k: peer.asarray(v.numpy()) for k, v in ns.coeffs.items()}
-    state = peer.asarray(ns.transform(w).numpy())
-    return peer.compile(lambda v: if_rk4_step(peer.fft, c, v, ns.dt, ns.n)), state

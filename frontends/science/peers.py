@@ -22,6 +22,8 @@ import numpy as np
 import hal
 
 NAMES = ("numpy", "scipy", "pyfftw", "torch", "jax")
+_DISTRIBUTIONS = {"numpy": "numpy", "scipy": "scipy", "pyfftw": "pyFFTW", "torch": "torch",
+                  "jax": "jax"}
 _FFT_NAMES = ("fft", "ifft", "fft2", "rfft", "irfft", "rfft2", "irfft2")
 _THREADS = os.cpu_count() or 1
 
@@ -46,21 +48,23 @@ class Peer:
         """The name with its version, e.g. 'torch 2.13.0'."""
         return f"{self.name} {self.version}"
 
-    def loop(self, step: Callable, x0, steps: int):
-        """step applied `steps` times to x0."""
-        x = x0
-        for _ in range(steps):
-            x = step(x)
-        return x
+    def looper(self, step: Callable, steps: int) -> Callable:
+        """A function applying `step` `steps` times to its argument (a Python loop)."""
+
+        def run(x):
+            for _ in range(steps):
+                x = step(x)
+            return x
+
+        return run
 
 
 class _JaxPeer(Peer):
-    def loop(self, step, x0, steps):
-        """steps of `step` inside one jitted lax.fori_loop."""
+    def looper(self, step, steps):
+        """`steps` of `step` inside one lax.fori_loop, jitted once."""
         import jax
 
-        run = jax.jit(lambda x: jax.lax.fori_loop(0, steps, lambda i, v: step(v), x))
-        return run(x0)
+        return jax.jit(lambda x: jax.lax.fori_loop(0, steps, lambda i, v: step(v), x))
 
 
 def _namespace(module, **kwargs) -> types.SimpleNamespace:
@@ -126,6 +130,16 @@ def load(name: str) -> Peer:
             f"peer {name} is not importable ({exc}); install it (pip install {name}) to "
             "measure it"
         ) from None
+
+
+def version_label(name: str) -> str:
+    """'name version' from the installed distribution, without importing it (cheap)."""
+    from importlib import metadata
+
+    try:
+        return f"{name} {metadata.version(_DISTRIBUTIONS.get(name, name))}"
+    except metadata.PackageNotFoundError:
+        return f"{name} unavailable (not installed)"
 
 
 def available() -> dict[str, str]:
