@@ -198,6 +198,8 @@ def run_worker(framework: str, orders, n: int, what: str, budget_s: float,
                     samples = _time(call)
                     record["samples_s"] = samples
                     record["median_s"] = float(np.median(samples))
+                    record["min_s"] = float(np.min(samples))
+                    record["load_avg_1m"] = os.getloadavg()[0]
                     value = call()
                     exact = hermite_derivative(x, k)
                     record["rel_error"] = float(np.max(np.abs(value - exact))
@@ -275,7 +277,7 @@ def measure(frameworks=FRAMEWORKS, orders=ORDERS, n: int = POINTS, *, budget_s: 
 
 
 def table(records: list[dict]) -> str:
-    """Markdown tables: median time (ms) with the error against the closed form, then peak memory.
+    """Markdown tables: median (and min) time with the error against the closed form, then memory.
 
     Peak memory is tracemalloc's for hal and the resident high-water mark's rise for
     every framework (rss); see the module docstring.
@@ -290,7 +292,8 @@ def table(records: list[dict]) -> str:
         if "median_s" not in r:
             return ("skipped: " + r["skipped"]) if "skipped" in r else r.get("error", "-")
         if what == "time":
-            return f"{r['median_s'] * 1e3:.3g} ms (err {r['rel_error']:.0e})"
+            return (f"{r['median_s'] * 1e3:.3g} ms (min {r['min_s'] * 1e3:.3g}, "
+                    f"err {r['rel_error']:.0e})")
         parts = []
         if "peak_tracemalloc_bytes" in r:
             parts.append(f"{r['peak_tracemalloc_bytes'] / 1e6:.3g} MB traced")
@@ -300,7 +303,9 @@ def table(records: list[dict]) -> str:
             parts.append(f"{r['xla_bytes'] / 1e6:.3g} MB xla")
         return ", ".join(parts) or "-"
 
-    out = []
+    loads = [r["load_avg_1m"] for r in records if "load_avg_1m" in r]
+    out = [f"Machine load (1-minute average) while timing: {min(loads):.2f} to {max(loads):.2f} "
+           f"on {os.cpu_count()} cores.", ""] if loads else []
     for what in ("time", "memory"):
         out += [f"{'Time per call' if what == 'time' else 'Peak memory per call'}:", "",
                 head, rule]
