@@ -114,3 +114,17 @@ def test_order_zero_is_the_value_and_bad_orders_are_refused():
             ag.derivatives(hal.sin, x, bad)
         with pytest.raises(hal.HalError, match="non-negative integer"):
             ag.derivative(hal.sin, bad)
+
+
+def test_modes_nest_in_any_order_and_taylor_goes_beyond_sixteen():
+    xs = np.linspace(-1, 1, 5)
+    x = hal.asarray(xs)
+    exact4 = hermite_derivative(xs, 4)
+    reverse_over_taylor = ag.elementwise_grad(lambda y: ag.derivatives(f, y, 3)[3])(x)
+    taylor_over_reverse = ag.derivatives(ag.elementwise_grad(f), x, 3)[3]
+    taylor_over_taylor = ag.derivatives(lambda y: ag.derivatives(f, y, 2)[2], x, 2)[2]
+    for got in (reverse_over_taylor, taylor_over_reverse, taylor_over_taylor):
+        np.testing.assert_allclose(got.numpy(), exact4, rtol=1e-12, atol=1e-12)
+    d32 = ag.derivatives(f, x, 32)[32].numpy()
+    exact32 = hermite_derivative(xs, 32)
+    assert np.max(np.abs(d32 - exact32)) / np.max(np.abs(exact32)) < 1e-12
