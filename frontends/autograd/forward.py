@@ -15,7 +15,7 @@ import hal
 from hal import HalError, Tensor
 
 from .pytree import flatten, unflatten
-from .reverse import _argnums, _partial, jacrev, unit
+from .reverse import fix_others, jacrev, normalize_argnums, unit
 from .series_rules import RULES
 from .trace import (
     Blocked,
@@ -134,8 +134,8 @@ def jacfwd(f: Callable, argnums=0) -> Callable:
     when argnums is a tuple).
     """
     def wrapped(*args):
-        nums = _argnums("jacfwd", argnums, len(args))
-        g = _partial(f, args, nums)
+        nums = normalize_argnums("jacfwd", argnums, len(args))
+        g = fix_others(f, args, nums)
         primals = tuple(args[i] for i in nums)
         jac = []
         for j, x in enumerate(primals):

@@ -165,10 +165,10 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
             raise HalError("vjp: with has_aux=True the function must return (output, aux)")
         result, aux = result
-    outs, _out_structure = flatten(result, "output of the function")
+    outs, _ = flatten(result, "output of the function")
 
     def vjp_fn(cotangent):
-        cts, _ct_structure = flatten(cotangent, "cotangent")
+        cts, _ = flatten(cotangent, "cotangent")
         if len(cts) != len(outs):
             raise HalError(f"vjp: {len(cts)} cotangents for {len(outs)} outputs; pass one "
                            "per output, in the output's structure")
@@ -185,7 +185,8 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     return (result, vjp_fn, aux) if has_aux else (result, vjp_fn)
 
 
-def _argnums(fn: str, argnums, nargs: int) -> tuple[int, ...]:
+def normalize_argnums(fn: str, argnums, nargs: int) -> tuple[int, ...]:
+    """argnums (an int or a tuple) as a tuple of non-negative indices; HalError if out of range."""
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     for i in nums:
         if not isinstance(i, int) or not -nargs <= i < nargs:
@@ -193,7 +194,8 @@ def _argnums(fn: str, argnums, nargs: int) -> tuple[int, ...]:
     return tuple(i % nargs for i in nums)
 
 
-def _partial(f, args, nums):
+def fix_others(f: Callable, args, nums) -> Callable:
+    """f as a function of args[nums] only, the other arguments fixed."""
     def g(*diff):
         full = list(args)
         for i, d in zip(nums, diff, strict=True):
@@ -211,8 +213,8 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     For complex inputs the gradient is df/dx - i df/dy (JAX's convention).
     """
     def wrapped(*args):
-        nums = _argnums("grad", argnums, len(args))
-        value, fn, *aux = vjp(_partial(f, args, nums), *[args[i] for i in nums],
+        nums = normalize_argnums("grad", argnums, len(args))
+        value, fn, *aux = vjp(fix_others(f, args, nums), *[args[i] for i in nums],
                               has_aux=has_aux)
         if not isinstance(value, Tensor) or value.shape != ():
             what = (f"a {value.dtype.name} tensor of shape {tuple(value.shape)}"
@@ -260,8 +262,8 @@ def jacrev(f: Callable, argnums=0) -> Callable:
     when argnums is a tuple).
     """
     def wrapped(*args):
-        nums = _argnums("jacrev", argnums, len(args))
-        out, fn = vjp(_partial(f, args, nums), *[args[i] for i in nums])
+        nums = normalize_argnums("jacrev", argnums, len(args))
+        out, fn = vjp(fix_others(f, args, nums), *[args[i] for i in nums])
         if not isinstance(out, Tensor):
             raise HalError("jacrev: the function must return one Tensor")
         rows = [fn(unit(out, i)) for i in range(out.size)]
