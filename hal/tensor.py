@@ -113,8 +113,12 @@ class Tensor:
         """The values as nested Python lists."""
         return self.numpy().tolist()
 
+    def _dlpack_source(self):
+        native = self._data
+        return np.asarray(native) if isinstance(native, np.generic) else native  # 0-d numpy
+
     def __dlpack__(self, **kwargs):
-        fn = getattr(self._data, "__dlpack__", None)
+        fn = getattr(self._dlpack_source(), "__dlpack__", None)
         if fn is None:
             raise DeviceError(
                 f"__dlpack__: {self.device.name} tensors cannot be shared through DLPack; "
@@ -123,7 +127,7 @@ class Tensor:
         return fn(**kwargs)
 
     def __dlpack_device__(self):
-        fn = getattr(self._data, "__dlpack_device__", None)
+        fn = getattr(self._dlpack_source(), "__dlpack_device__", None)
         if fn is None:
             raise DeviceError(f"__dlpack_device__: {self.device.name} tensors have no DLPack")
         return fn()

@@ -102,6 +102,8 @@ def test_dlpack_round_trip_with_numpy(cpu, null):
     x = hal.from_dlpack(host, device=cpu)
     assert np.shares_memory(x.numpy(), host)
     assert np.array_equal(np.from_dlpack(x), host)
+    total = hal.max(hal.asarray(host, device=cpu))  # a 0-d numpy result
+    assert np.from_dlpack(total) == 5
     y = hal.from_dlpack(host, device=null)
     assert np.array_equal(y.numpy(), host)
     with pytest.raises(hal.DeviceError, match="DLPack"):
