@@ -49,7 +49,8 @@ def judge(
     """Verdict for one key and the figures behind it.
 
     Improved/regressed need a speedup beyond `1 + threshold` (either way) and, when both
-    sides have raw samples, a Mann-Whitney p-value below `alpha`.
+    sides have raw samples, a Mann-Whitney p-value below `alpha` and a 99% bootstrap CI
+    of the speedup that excludes 1 (the two together keep noise from raising alarms).
     """
     figures: dict[str, Any] = {
         "speedup": None,
@@ -75,7 +76,8 @@ def judge(
         s = speedup(base.samples, new.samples)
         p = mann_whitney_p(base.samples, new.samples)
         figures.update(speedup=s.ratio, ci_low=s.ci_low, ci_high=s.ci_high, p_value=p)
-        significant = not pd.isna(p) and p < alpha
+        # Both tests must agree: Mann-Whitney, and a bootstrap CI that excludes 1.
+        significant = not pd.isna(p) and p < alpha and (s.ci_low > 1 or s.ci_high < 1)
     else:
         figures["speedup"] = base.median / new.median
         figures["note"] = "no raw samples: threshold only"
