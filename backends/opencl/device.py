@@ -32,6 +32,7 @@ class OpenCLDevice(hal.Device):
         self.max_group = cl_device.max_work_group_size
         self.pool = Pool(self.queue, self.name, cl_device.global_mem_size,
                          cl_device.max_mem_alloc_size)
+        self.use_vkfft = True  # last-axis complex FFTs by pyvkfft when it is installed
         self.cache: dict = {}  # host-side plans and tables of kernel modules (FFT plans)
         self.programs = Programs(self.context, f"{self.name} ({cl_device.name.strip()})")
 
@@ -129,5 +130,13 @@ class OpenCLDevice(hal.Device):
                 "local_memory_bytes": d.local_mem_size,
                 "max_work_group_size": d.max_work_group_size,
                 "max_buffer_bytes": d.max_mem_alloc_size,
+                "fft": "vkfft (last axis) + stockham/bluestein" if _vkfft() else
+                       "stockham/bluestein",
             },
         }
+
+
+def _vkfft() -> bool:
+    from .vkfft import available
+
+    return available()

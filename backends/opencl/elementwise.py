@@ -32,12 +32,47 @@ def _nan_pick(cmp):
     return f"((a0 {cmp} a1 || a0 != a0) ? a0 : a1)"
 
 
+def complex_helpers(d: np.dtype) -> str:
+    """numpy's complex sqrt (signed-zero branch cut), tanh (Kahan's, no cancellation near
+    poles) and power (0**0 = 1, integer exponents by squaring), which pyopencl-complex.h
+    computes differently."""
+    p = cltypes.cprefix(d)
+    t, r = f"{p}_t", cltypes.real_compute(d)
+    return f"""inline {t} hal_{p}_sqrt({t} z) {{
+  if (z.real == 0 && z.imag == 0) return {p}_new(0, z.imag);
+  const {r} h = sqrt((fabs(z.real) + hypot(z.real, z.imag)) / 2);
+  if (z.real >= 0) return {p}_new(h, z.imag / (2 * h));
+  return {p}_new(fabs(z.imag) / (2 * h), copysign(h, z.imag));
+}}
+inline {t} hal_{p}_tanh({t} z) {{
+  const {r} ty = tan(z.imag), beta = 1 + ty * ty, s = sinh(z.real);
+  const {r} den = 1 + beta * s * s;
+  if (fabs(z.real) > 20) return {p}_new(copysign(({r})1, z.real), ty / den);
+  return {p}_new(beta * sqrt(1 + s * s) * s / den, ty / den);
+}}
+inline {t} hal_{p}_pow({t} a, {t} b) {{
+  if (b.real == 0 && b.imag == 0) return {p}_new(1, 0);
+  if (a.real == 0 && a.imag == 0)
+    return (b.real > 0 && b.imag == 0) ? {p}_new(0, 0) : {p}_new(NAN, NAN);
+  if (b.imag == 0 && b.real == rint(b.real) && fabs(b.real) < 100) {{
+    const int n = (int)b.real;
+    int m = abs(n);
+    {t} out = {p}_new(1, 0), x = a;
+    while (m) {{ if (m & 1) out = {p}_mul(out, x); x = {p}_mul(x, x); m >>= 1; }}
+    return n < 0 ? {p}_divide({p}_new(1, 0), out) : out;
+  }}
+  return {p}_pow(a, b);
+}}
+"""
+
+
 def unary_expr(name: str, d: np.dtype) -> str:
     """The C expression of a unary op on `a0` of dtype d."""
     if dt.is_complex(d):
         p = cltypes.cprefix(d)
         return {"negative": f"{p}_neg(a0)", "abs": f"{p}_abs(a0)", "real": "a0.real",
-                "imag": "a0.imag", "conj": f"{p}_conj(a0)"}.get(name, f"{p}_{name}(a0)")
+                "imag": "a0.imag", "conj": f"{p}_conj(a0)", "sqrt": f"hal_{p}_sqrt(a0)",
+                "tanh": f"hal_{p}_tanh(a0)"}.get(name, f"{p}_{name}(a0)")
     if name == "negative":
         return _wrapping(d, "-", "a0") if dt.is_integer(d) else "-a0"
     if name == "abs":
@@ -51,7 +86,10 @@ def binary_expr(name: str, d: np.dtype) -> str:
         p = cltypes.cprefix(d)
         if name == "equal":
             return "(a0.real == a1.real && a0.imag == a1.imag)"
-        return f"{p}_{ {'subtract': 'sub', 'multiply': 'mul'}.get(name, name)}(a0, a1)"
+        if name == "power":
+            return f"hal_{p}_pow(a0, a1)"
+        fn = {"subtract": "sub", "multiply": "mul"}.get(name, name)
+        return f"{p}_{fn}(a0, a1)"
     if name in ("add", "subtract", "multiply"):
         sym = {"add": "+", "subtract": "-", "multiply": "*"}[name]
         return _wrapping(d, sym, "a0", "a1") if dt.is_integer(d) else f"a0 {sym} a1"
@@ -85,8 +123,8 @@ def cast_expr(src: np.dtype, dst: np.dtype) -> str:
         return f"{p}_new(({r})a0, 0)"
     if dt.is_integer(dst) and dt.is_floating(src):
         return f"({cltypes.storage(dst)})(long)a0"
-    if dst == dt.float16:
-        return "a0"  # vstore_half_rte rounds float and double once, correctly
+    if dst == dt.float16:  # vstore_half_rte rounds float and double once, correctly
+        return "a0" if dt.is_floating(src) else "(float)a0"
     return f"({cltypes.compute(dst)})a0"
 
 
@@ -128,8 +166,9 @@ def fused(device, expr: str, *arrays, out_dtype=None):
 # -- registrations ----------------------------------------------------------------------
 def _unary_kernel(name):
     def kernel(device, x):
+        helpers = complex_helpers(x.dtype) if dt.is_complex(x.dtype) else ""
         return map_arrays(device, name, unary_expr(name, x.dtype), [x],
-                          ops.spec(name).meta(x)[1])
+                          ops.spec(name).meta(x)[1], helpers=helpers)
 
     return kernel
 
@@ -137,7 +176,8 @@ def _unary_kernel(name):
 def _binary_kernel(name):
     def kernel(device, a, b):
         d = a.dtype
-        helpers = _ipow(d) if name == "power" and dt.is_integer(d) else ""
+        helpers = complex_helpers(d) if dt.is_complex(d) else (
+            _ipow(d) if name == "power" and dt.is_integer(d) else "")
         return map_arrays(device, name, binary_expr(name, d), [a, b],
                           ops.spec(name).meta(a, b)[1], helpers=helpers)
 

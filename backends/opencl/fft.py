@@ -19,7 +19,7 @@ import numpy as np
 from hal import dtypes as dt
 from hal import ops
 
-from . import cltypes
+from . import cltypes, vkfft
 from .elementwise import map_arrays
 from .movement import slice_
 from .table import kernels, supported
@@ -282,10 +282,14 @@ def _scale(n: int, norm, inverse: bool) -> float:
 
 
 def transform(device, x, axes, sign: float, norm):
-    """Complex transform of x along each of axes in turn."""
+    """Complex transform of x along each of axes in turn (last-axis ones by VkFFT if enabled)."""
     for a in axes:
         n = x.shape[a]
-        x = plan(device, n, x.dtype).run(x, a, sign, _scale(n, norm, sign == INVERSE))
+        scale = _scale(n, norm, sign == INVERSE)
+        if a == x.ndim - 1 and n > 1 and x.size and device.use_vkfft and vkfft.available():
+            x = vkfft.run(device, x, sign, scale)
+        else:
+            x = plan(device, n, x.dtype).run(x, a, sign, scale)
     return x
 
 
