@@ -119,6 +119,10 @@ def run_compare(args: argparse.Namespace) -> int:
             print(f"warning: different setups, compared anyway (--force): {diffs}")
         rows = compare.compare_runs(base, new, args.threshold, args.alpha)
         code = compare.exit_code(rows)
+    for results in (base, new):
+        warning = None if results is None else compare.busy_warning(results)
+        if warning:
+            print(warning)
     table = compare.comparison_table(rows)
     print(table.to_markdown(index=False) if not table.empty else "no measurements to compare")
     counts = table["verdict"].value_counts().to_dict() if not table.empty else {}

@@ -146,6 +146,18 @@ def compare_backends(
     ]
 
 
+def busy_warning(results: Results) -> str | None:
+    """A warning when the run started on an already loaded machine (its verdicts are shaky)."""
+    load = (results.run.loadavg or [0.0])[0]
+    cores = results.run.host.get("usable_cores") or results.run.host.get("cores")
+    if cores and load >= 0.5 * cores:
+        return (
+            f"warning: {results.path} started at load average {load:.2f} on {cores} "
+            "cores: other work shared the machine, so verdicts may be noise"
+        )
+    return None
+
+
 def fingerprint_differences(a: RunRecord, b: RunRecord) -> list[str]:
     """What differs between the setups of two runs (host, devices, libraries, env keys)."""
     diffs = [

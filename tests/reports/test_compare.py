@@ -123,3 +123,13 @@ def test_a_run_of_another_major_schema_version_is_not_comparable(base_and_new, t
     assert main(["compare", str(base), str(future)]) == 2
     err = capsys.readouterr().err
     assert "future.jsonl:1" in err and "schema version 2.0" in err
+
+
+def test_a_run_on_a_busy_machine_is_flagged(base_and_new, tmp_path, capsys):
+    base, new = base_and_new
+    lines = [json.loads(line) for line in new.read_text().splitlines()]
+    lines[0]["loadavg"] = [64.0, 64.0, 64.0]
+    busy = tmp_path / "busy.jsonl"
+    busy.write_text("\n".join(json.dumps(r) for r in lines))
+    main(["compare", str(base), str(busy)])
+    assert "busy.jsonl started at load average 64.00" in capsys.readouterr().out
