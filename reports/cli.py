@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Build report.md, a self-contained report.html, results.csv and PNG plots "
         "from hal results (.jsonl) and pytest-benchmark (.json) files.",
     )
-    p.add_argument("results", nargs="+", type=Path, help="result files")
+    p.add_argument("results", nargs="+", type=Path, help="result files or directories of them")
     p.add_argument(
         "-o",
         "--out",

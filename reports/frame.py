@@ -103,7 +103,15 @@ def measurements_frame(results: list[Results]) -> pd.DataFrame:
     return frame if frame.empty else frame.assign(series=_series(frame))
 
 
+def expand(paths: list[Path]) -> list[Path]:
+    """Result files: files as given, directories as their *.jsonl and *.json files."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        files += sorted([*p.glob("*.jsonl"), *p.glob("*.json")]) if p.is_dir() else [p]
+    return files
+
+
 def load_frame(paths: list[Path]) -> tuple[pd.DataFrame, list[Results]]:
-    """Read result files (hal JSON lines or pytest-benchmark JSON) into one frame."""
-    results = [load_results(Path(p)) for p in paths]
+    """Read result files (hal JSON lines or pytest-benchmark JSON; directories of them)."""
+    results = [load_results(p) for p in expand(paths)]
     return measurements_frame(results), results

@@ -106,3 +106,9 @@ def test_coverage_names_skipped_workloads(measurement, results_file, tmp_path):
     coverage = md[md.index("## Op coverage") :]
     opencl = next(line for line in coverage.splitlines() if line.startswith("| opencl"))
     assert opencl.rstrip(" |").endswith("fft") and "fftn" in opencl
+
+
+def test_a_directory_of_results_is_read_whole(two_backend_run, measurement, results_file, tmp_path):
+    results_file("other.jsonl", [measurement("gemm", "cpu", 0.011, 9)], "other")
+    md = build_report([two_backend_run.parent], tmp_path / "o")[0].read_text()
+    assert "cpu@other" in md and "opencl@run" in md
