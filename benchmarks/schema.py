@@ -71,7 +71,11 @@ def _from_dict(cls: type, data: dict[str, Any]) -> Any:
 
 @dataclass
 class Check:
-    """The output check against the reference, done before any time counts."""
+    """The output check against the reference, done before any time counts.
+
+    `max_error` is the normwise relative error max|out - ref| / max|ref| (the harness's
+    measure; other sources may record their own), `tolerance` the largest one accepted.
+    """
 
     passed: bool
     max_error: float | None = None

@@ -128,8 +128,12 @@ def measure(
         record.status = "failed"
         record.error = f"wrong answer: normwise error {error:.3g} > tolerance {tolerance:.3g}"
         return record
-    with hal.fallback_policy("error"):
-        record.samples, record.inner_loops = _sample(workload, device, tensors, timing)
+    try:
+        with hal.fallback_policy("error"):
+            record.samples, record.inner_loops = _sample(workload, device, tensors, timing)
+    except Exception as exc:  # e.g. out of memory only once calls pile up
+        record.status, record.error = "failed", f"while timing: {type(exc).__name__}: {exc}"
+        return record
     summary = summarize(record.samples)
     record.stats = summary.to_dict()
     record.metrics = derived_metrics(record, summary.median, peaks or {})
