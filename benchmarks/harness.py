@@ -136,8 +136,9 @@ class _Recorder:
 
     def measured(self, device: DeviceRecord, task: Task, m: Measurement) -> None:
         """Append a measurement (pooled with its earlier rounds); fold peaks in."""
-        if m.key in self.records:
-            m = merge_rounds(self.records[m.key], m, device.peaks)
+        if m.key in self.records:  # a peak workload has no % of a peak still being measured
+            peaks = {} if task.workload.peak else device.peaks
+            m = merge_rounds(self.records[m.key], m, peaks)
         self.records[m.key] = m
         self.writer.write(m)
         self.outcome.measured += 1
