@@ -112,3 +112,16 @@ def test_a_directory_of_results_is_read_whole(two_backend_run, measurement, resu
     results_file("other.jsonl", [measurement("gemm", "cpu", 0.011, 9)], "other")
     md = build_report([two_backend_run.parent], tmp_path / "o")[0].read_text()
     assert "cpu@other" in md and "opencl@run" in md
+
+
+def test_a_run_where_everything_failed_still_reports(measurement, results_file, tmp_path):
+    path = results_file(
+        "bad.jsonl",
+        [
+            measurement("gemm", "cpu", 0.01, 1, status="failed"),
+            measurement("fft", "cpu", 0.01, 2, status="timeout"),
+        ],
+    )
+    md = build_report([path], tmp_path / "o")[0].read_text()
+    assert "failed: kernel crashed" in md and "timeout: kernel crashed" in md
+    assert "No workload measured `ok` on both" in md
