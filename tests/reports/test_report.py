@@ -125,3 +125,8 @@ def test_a_run_where_everything_failed_still_reports(measurement, results_file, 
     md = build_report([path], tmp_path / "o")[0].read_text()
     assert "failed: kernel crashed" in md and "timeout: kernel crashed" in md
     assert "No workload measured `ok` on both" in md
+
+
+def test_a_run_without_measurements_says_so(results_file, tmp_path):
+    md = build_report([results_file("empty.jsonl", [])], tmp_path / "o")[0].read_text()
+    assert "No measurements in these files." in md
