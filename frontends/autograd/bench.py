@@ -2,7 +2,8 @@
 
 hal Taylor mode (one pass) and hal nested reverse mode (k nested VJPs), beside
 `jax.experimental.jet` (jitted; compile time reported apart) and torch nested autograd
-(`create_graph=True`), all in float64 and checked against the Hermite closed form.
+(`create_graph=True`, one intra-op thread), all in float64 and checked against the
+Hermite closed form.
 
 `workloads()` gives the hal cases in the harness's terms (name, params, dtypes, build,
 run, reference); `measure()` runs every framework side by side and `table()` formats
@@ -132,6 +133,7 @@ def _prepare(framework: str, k: int, x: np.ndarray) -> tuple[Callable, dict]:
     if framework == "torch-nested":
         import torch
 
+        torch.set_num_threads(1)  # 10^4 points gain nothing from threads; hal and jet use one
         xt = torch.tensor(x, requires_grad=True)
 
         def kth():

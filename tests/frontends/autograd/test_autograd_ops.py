@@ -114,7 +114,9 @@ def test_vjp_and_jvp_match_finite_differences(device, name):
     with hal.placement() as where:
         fn(*args)
     assert op in {r[0] for r in where.records}, f"case {name} does not run op {op}"
-    order = 2 if dtype == hal.float64 else 1
+    # nesting is backend-independent: second order on cpu, first order (the rules' ops
+    # on the device) elsewhere, which keeps a cold run's kernel builds few
+    order = 2 if dtype == hal.float64 and device is hal.device("cpu") else 1
     ag.check_grads(fn, args, order=order)
 
 

@@ -61,3 +61,12 @@ def test_every_installed_peer_agrees_with_the_exact_kdv_solution(name):
     problem = kdv.KASSAM_TREFETHEN.with_horizon(50 * kdv.KASSAM_TREFETHEN.dt)
     u = kdv.peer_runner(peer, problem)(problem.exact(0.0))
     assert kdv.relative_error(u, problem.exact(problem.t_end)) <= 1e-6
+
+
+def test_bench_script_prints_a_table_of_real_figures(capsys):
+    from frontends.science import bench
+
+    bench.main(["--only", "mg", "--mg-sizes", "16", "--repeat", "1"])
+    out = capsys.readouterr().out
+    assert "### mg" in out and "V(1,1) N=16" in out and "hal cpu" in out
+    assert "tiny_multiply_us" in out
