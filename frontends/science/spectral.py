@@ -35,15 +35,14 @@ def etdrk4_coefficients(lin: np.ndarray, dt: float, points: int = 64) -> dict[st
     roots = np.exp(2j * np.pi * (np.arange(1, points + 1) - 0.5) / points)
     lr = dt * lin[..., None] + roots
     e = np.exp(lr)
-    mean = lambda z: np.mean(z, axis=-1)  # noqa: E731
-    return {
-        "E": np.exp(dt * lin),
-        "E2": np.exp(dt * lin / 2),
-        "Q": dt * mean((np.exp(lr / 2) - 1) / lr),
-        "f1": dt * mean((-4 - lr + e * (4 - 3 * lr + lr**2)) / lr**3),
-        "f2": dt * mean((2 + lr + e * (-2 + lr)) / lr**3),
-        "f3": dt * mean((-4 - 3 * lr - lr**2 + e * (4 - lr)) / lr**3),
+    phi = {
+        "Q": (np.exp(lr / 2) - 1) / lr,
+        "f1": (-4 - lr + e * (4 - 3 * lr + lr**2)) / lr**3,
+        "f2": (2 + lr + e * (-2 + lr)) / lr**3,
+        "f3": (-4 - 3 * lr - lr**2 + e * (4 - lr)) / lr**3,
     }
+    return {"E": np.exp(dt * lin), "E2": np.exp(dt * lin / 2),
+            **{key: dt * np.mean(val, axis=-1) for key, val in phi.items()}}
 
 
 def dealias_mask(n: int) -> np.ndarray:
