@@ -101,6 +101,10 @@ def test_every_differentiable_op_has_a_case():
                _case(np.random.default_rng(0), hal.device("cpu"), hal.float64).items()}
     wanted = {s.name for s in ops.specs() if s.differentiable}
     assert wanted - covered == set()
+    from frontends.autograd import series_rules, vjp_rules
+
+    assert wanted - set(vjp_rules.RULES) == set()
+    assert wanted - set(series_rules.RULES) == set()
 
 
 @pytest.mark.parametrize("name", _cases())
