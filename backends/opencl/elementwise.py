@@ -128,12 +128,6 @@ def cast_expr(src: np.dtype, dst: np.dtype) -> str:
     return f"({cltypes.compute(dst)})a0"
 
 
-def _check_device(device, *dtypes):
-    for d in dtypes:
-        if not device.supports_dtype(d):
-            device.check_dtype(d)
-
-
 def map_arrays(device, op: str, expr: str, arrays, out_dtype, *, shape=None,
                helpers: str = "", scalars=(), scalar_types=()):
     """A new array of out_dtype: expr over the arrays (a0, a1, ...) broadcast to one shape."""
@@ -159,7 +153,7 @@ def fused(device, expr: str, *arrays, out_dtype=None):
             f"fused: operands have dtypes {sorted(d.name for d in dtypes)}; cast them to one "
             "dtype first")
     d = dtypes.pop()
-    _check_device(device, d)
+    device.check_dtype(d, "fused")
     return map_arrays(device, "fused", expr, arrays, out_dtype or d)
 
 
@@ -205,7 +199,7 @@ def astype(device, x, *, dtype):
     target = dt.dtype(dtype)
     if target == x.dtype:
         return x
-    _check_device(device, target)
+    device.check_dtype(target, "astype")
     return map_arrays(device, "astype", cast_expr(x.dtype, target), [x], target)
 
 

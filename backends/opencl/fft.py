@@ -180,6 +180,7 @@ class Plan:
         self.device, self.n, self.d = device, n, d
         self.radices = factor(n)
         self.bluestein = None
+        self._post: dict = {}  # Bluestein's output chirp times the norm, per (sign, scale)
         if self.radices is None:
             m = 1 << (2 * n - 2).bit_length()
             self.bluestein = {sign: self._chirps(sign, m) for sign in (FORWARD, INVERSE)}
@@ -187,8 +188,7 @@ class Plan:
             return
         roots = np.exp(2j * np.pi * np.arange(n) / n).astype(d)
         self.twiddles = device.upload(roots)
-        itemsize = d.itemsize
-        self.local = 2 * n * itemsize <= device.local_mem // 2
+        self.local = 2 * n * d.itemsize <= device.local_mem // 2
         self.group = device.group_size(max(1, n // min(self.radices or [1])))
 
     def _chirps(self, sign: float, m: int):
@@ -221,7 +221,7 @@ class Plan:
     def _stockham(self, x, out, inner, rows, sign, scale):
         dev, n, d = self.device, self.n, self.d
         xo, yo = x.offset // d.itemsize, out.offset // d.itemsize
-        if self.local or not self.radices:
+        if self.local:
             kernel = dev.build("fft", local_source(d, n, self.radices, self.group), "fft")
             dev.run(kernel, (rows * self.group,), (self.group,), x.base_data, np.int64(xo),
                     out.base_data, np.int64(yo), np.int64(inner), self.twiddles.base_data,
@@ -246,7 +246,9 @@ class Plan:
         dev, n, d = self.device, self.n, self.d
         chirp, filt, c = self.bluestein[sign]
         m = self.inner_plan.n
-        post = dev.upload((c * scale).astype(d))
+        post = self._post.get((sign, scale))
+        if post is None:
+            post = self._post[(sign, scale)] = dev.upload((c * scale).astype(d))
         work = dev.empty((rows, m), d)
         kernel = dev.build("fft", chirp_source(d), "chirp")
 

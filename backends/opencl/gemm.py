@@ -63,7 +63,7 @@ class Epilogue:
     activation: str | None = None
 
 
-class _Variant:
+class Variant:
     """The C pieces one GEMM variant shares between its kernel shapes."""
 
     def __init__(self, a_dtype, b_dtype, out_dtype, ep: Epilogue, quant: bool):
@@ -80,6 +80,7 @@ class _Variant:
         self.preamble = cltypes.preamble([a_dtype, b_dtype, acc, out_dtype])
 
     def params(self) -> str:
+        """The kernel's parameter list."""
         p = [f"__global const {cltypes.storage(self.a)} *A", "long a_off",
              f"__global const {cltypes.storage(self.b)} *B", "long b_off",
              f"__global {cltypes.storage(self.out)} *C", "__global const long *batch_a",
@@ -94,18 +95,21 @@ class _Variant:
         return ", ".join(p)
 
     def load_a(self, index: str) -> str:
+        """A's element at index in the accumulator type (zero point removed for qmatmul)."""
         e = cltypes.load(self.a, "A", index)
         if self.quant:
             return f"(uint)((int)({e}) - a_zp)"
         return f"({self.acc_t})({e})" if self.acc_t in ("uint", "ulong") else e
 
     def load_b(self, index: str) -> str:
+        """B's element at index in the accumulator type (zero point removed for qmatmul)."""
         e = cltypes.load(self.b, "B", index)
         if self.quant:
             return f"(uint)((int)({e}) - b_zp)"
         return f"({self.acc_t})({e})" if self.acc_t in ("uint", "ulong") else e
 
     def mac(self, c: str, a: str, b: str) -> str:
+        """The statement c += a * b."""
         if self.cp:
             return f"{c} = {self.cp}_add({c}, {self.cp}_mul({a}, {b}));"
         return f"{c} += {a} * {b};"
@@ -126,16 +130,18 @@ class _Variant:
         return cltypes.store(self.out, "C", index, value)
 
     def head(self) -> str:
+        """The batch's offsets into A, B and C."""
         return ("const long bz = get_global_id(2);\n"
                 "  const long ao = a_off + batch_a[bz], bo = b_off + batch_b[bz], "
                 "co = bz * (long)M * N;\n")
 
     def kernel(self, attr: str, body: str) -> str:
+        """The whole source of a kernel `gemm` with this variant's parameters and a body."""
         return (self.preamble + f"__kernel {attr} void gemm(" + self.params() + ")\n{\n  "
                 + self.head() + body + "\n}\n")
 
 
-def tiled_source(v: _Variant, tile: Tile) -> str:
+def tiled_source(v: Variant, tile: Tile) -> str:
     """Local-memory tiled GEMM over all of C (m_begin/n_begin are 0)."""
     lx, ly = tile.local
     tm, tn, tk, rm, rn = tile.tm, tile.tn, tile.tk, tile.rm, tile.rn
@@ -176,7 +182,7 @@ def tiled_source(v: _Variant, tile: Tile) -> str:
     return v.kernel(f"__attribute__((reqd_work_group_size({lx}, {ly}, 1)))", body)
 
 
-def vector_source(v: _Variant) -> str:
+def vector_source(v: Variant) -> str:
     """CPU GEMM: each work-item an 8 x V block of C in vector registers (B rows contiguous)."""
     w, rows = VECTOR_WIDTH[v.out], VECTOR_ROWS
     t = f"{cltypes.compute(v.out)}{w}"
@@ -201,7 +207,7 @@ def vector_source(v: _Variant) -> str:
     return v.kernel("", "\n  ".join(lines))
 
 
-def naive_source(v: _Variant) -> str:
+def naive_source(v: Variant) -> str:
     """One element of C per work-item, over the region from (m_begin, n_begin)."""
     body = f"""const int n = n_begin + get_global_id(0), m = m_begin + get_global_id(1);
   if (m < M && n < N) {{
@@ -217,7 +223,15 @@ def naive_source(v: _Variant) -> str:
 
 
 def _batch_offsets(device, batch_shape, own_batch, matrix_size):
-    """Device table of each broadcast batch's element offset into an operand."""
+    """Device table of each broadcast batch's element offset into an operand (cached)."""
+    key = ("gemm batch", tuple(batch_shape), tuple(own_batch), matrix_size)
+    table = device.cache.get(key)
+    if table is None:
+        table = device.cache[key] = _offsets(device, batch_shape, own_batch, matrix_size)
+    return table
+
+
+def _offsets(device, batch_shape, own_batch, matrix_size):
     count = math.prod(own_batch)
     offsets = np.arange(count, dtype=np.int64).reshape(own_batch) * matrix_size
     lead = len(batch_shape) - len(own_batch)
@@ -245,7 +259,7 @@ def gemm(device, op: str, a, b, *, out_dtype, transpose_b=False, quant_zero_poin
     if k == 0:
         return _zeros(device, out)
     sbk, sbn = (1, k) if transpose_b else (n, 1)
-    variant = _Variant(a.dtype, b.dtype, out_dtype,
+    variant = Variant(a.dtype, b.dtype, out_dtype,
                        Epilogue(scale is not None, bias is not None, activation),
                        quant_zero_points is not None)
     head = [a.base_data, np.int64(a.offset // a.dtype.itemsize), b.base_data,

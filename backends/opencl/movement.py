@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from hal import shapes
+
 from . import cltypes, strided
 from .table import kernels, supported
 
@@ -22,8 +24,6 @@ def copy(device, op: str, source: strided.View, shape) -> object:
 @kernels.register("reshape", supported("reshape"))
 def reshape(device, x, *, shape):
     """The same buffer seen in a new shape (tensors are contiguous: no copy)."""
-    from hal import shapes
-
     return x.reshape(shapes.reshape("reshape", x.shape, shape))
 
 

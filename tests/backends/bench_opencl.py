@@ -17,7 +17,7 @@ import pytest
 import scipy.fft
 
 import hal
-from backends.opencl import elementwise, vkfft
+from backends.opencl import elementwise, gemm, vkfft
 
 RNG = np.random.default_rng(0)
 _fresh = itertools.count()
@@ -121,30 +121,30 @@ def test_fused_multiply_add(benchmark, dev, impl):
 
 
 # -- build time ------------------------------------------------------------------------------
-def _source() -> str:
-    return ("__kernel void k(__global float *x, float s) { x[get_global_id(0)] *= s; } "
-            f"/* {next(_fresh)} {RNG.integers(1 << 62)} */\n")
+def _gemm_source() -> str:
+    """The f32 GEMM kernel's source, made new (a unique comment) so no cache can hold it."""
+    variant = gemm.Variant(*[np.dtype(np.float32)] * 3, gemm.Epilogue(), False)
+    return gemm.vector_source(variant) + f"/* {next(_fresh)} {RNG.integers(1 << 62)} */\n"
 
 
-@pytest.mark.benchmark(group="kernel first call vs cached")
+def _launch_gemm(dev, kernel, a):
+    table = dev.upload(np.zeros(1, np.int64))
+    args = [a.base_data, np.int64(0), a.base_data, np.int64(0), dev.empty((64, 64), np.float32)
+            .base_data, table.base_data, table.base_data, *map(np.int32, (64, 64, 64)),
+            *map(np.int64, (64, 1, 64, 1)), np.int32(0), np.int32(0)]
+    dev.run(kernel, (8, 8, 1), None, *args)
+    dev.synchronize()
+
+
+@pytest.mark.benchmark(group="matmul kernel: first call (build) vs cached")
 def test_first_call_builds(benchmark, dev):
-    x = dev.empty((1024,), np.float32)
-
-    def first():
-        kernel = dev.build("bench", _source(), "k")  # a new source: PoCL and pyopencl miss
-        dev.run(kernel, (1024,), None, x.base_data, np.float32(1))
-        dev.synchronize()
-
-    benchmark.pedantic(first, rounds=5, iterations=1)
+    a = hal.ones((64, 64), dtype="float32", device=dev)._data
+    benchmark.pedantic(lambda: _launch_gemm(dev, dev.build("bench", _gemm_source(), "gemm"), a),
+                       rounds=5, iterations=1)
 
 
-@pytest.mark.benchmark(group="kernel first call vs cached")
+@pytest.mark.benchmark(group="matmul kernel: first call (build) vs cached")
 def test_cached_call(benchmark, dev):
-    x = dev.empty((1024,), np.float32)
-    source = _source()
-
-    def cached():
-        dev.run(dev.build("bench", source, "k"), (1024,), None, x.base_data, np.float32(1))
-        dev.synchronize()
-
-    benchmark(cached)
+    a = hal.ones((64, 64), dtype="float32", device=dev)._data
+    source = _gemm_source()
+    benchmark(lambda: _launch_gemm(dev, dev.build("bench", source, "gemm"), a))
