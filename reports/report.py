@@ -53,6 +53,7 @@ def _runs_table(results: list[Results]) -> pd.DataFrame:
                 "os": host.get("os", ""),
                 "python": host.get("python", ""),
                 "git": str(git.get("commit") or "")[:10] + (" (dirty)" if git.get("dirty") else ""),
+                "load at start": f"{run.loadavg[0]:.2f}" if run.loadavg else "",
                 "fingerprint": run.fingerprint[:12],
             }
         )
