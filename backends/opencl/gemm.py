@@ -6,7 +6,8 @@ work-group computes a TM x TN tile of C through local-memory tiles of A and B, T
 each work-item holding an RM x RN block of accumulators; on CPU devices (PoCL) a
 work-item computes an 8 x V block with explicit vector types and no barriers, which
 PoCL runs about 3x faster, and a one-element-per-item kernel covers the ragged edges.
-Operands are read through strides, so a transposed B (attention's K^T) costs no copy;
+A is row-major (hal tensors are contiguous); B is read through strides, so a transposed
+B (attention's K^T) costs no copy;
 batch broadcasting is a table of per-batch offsets.
 """
 
@@ -85,7 +86,7 @@ class Variant:
              f"__global const {cltypes.storage(self.b)} *B", "long b_off",
              f"__global {cltypes.storage(self.out)} *C", "__global const long *batch_a",
              "__global const long *batch_b", "int M", "int N", "int K",
-             "long sam", "long sak", "long sbk", "long sbn", "int m_begin", "int n_begin"]
+             "long sbk", "long sbn", "int m_begin", "int n_begin"]
         if self.quant:
             p += ["int a_zp", "int b_zp"]
         if self.ep.scale:
@@ -157,7 +158,7 @@ def tiled_source(v: Variant, tile: Tile) -> str:
     for (int l = lid; l < {tk * tm}; l += {lx * ly}) {{
       const int mm = l / {tk}, kk = l % {tk};
       const int m = m0 + mm, k = k0 + kk;
-      As[kk][mm] = (m < M && k < K) ? {v.load_a("ao + (long)m * sam + (long)k * sak")} : {v.zero};
+      As[kk][mm] = (m < M && k < K) ? {v.load_a("ao + (long)m * K + k")} : {v.zero};
     }}
     for (int l = lid; l < {tk * tn}; l += {lx * ly}) {{
       const int kk = l / {tn}, nn = l % {tn};
@@ -188,12 +189,12 @@ def vector_source(v: Variant) -> str:
     t = f"{cltypes.compute(v.out)}{w}"
     lines = [f"const int n0 = get_global_id(0) * {w}, m0 = get_global_id(1) * {rows};"]
     lines += [f"{t} c{i} = 0;" for i in range(rows)]
-    lines += [f"__global const {cltypes.storage(v.a)} *a{i} = A + ao + (long)(m0 + {i}) * sam;"
+    lines += [f"__global const {cltypes.storage(v.a)} *a{i} = A + ao + (long)(m0 + {i}) * K;"
               for i in range(rows)]
     lines.append(f"__global const {cltypes.storage(v.b)} *bk = B + bo + n0;")
     lines.append("for (int k = 0; k < K; ++k, bk += sbk) {")
     lines.append(f"  const {t} b = vload{w}(0, bk);")
-    lines += [f"  c{i} += ({t})a{i}[k * sak] * b;" for i in range(rows)]
+    lines += [f"  c{i} += ({t})a{i}[k] * b;" for i in range(rows)]
     lines.append("}")
     if v.ep == Epilogue():
         lines += [f"vstore{w}(c{i}, 0, C + co + (long)(m0 + {i}) * N + n0);" for i in range(rows)]
@@ -213,7 +214,7 @@ def naive_source(v: Variant) -> str:
   if (m < M && n < N) {{
     {v.acc_t} acc = {v.zero};
     for (int k = 0; k < K; ++k) {{
-      const {v.acc_t} a = {v.load_a("ao + (long)m * sam + (long)k * sak")};
+      const {v.acc_t} a = {v.load_a("ao + (long)m * K + k")};
       const {v.acc_t} b = {v.load_b("bo + (long)k * sbk + (long)n * sbn")};
       {v.mac("acc", "a", "b")}
     }}
@@ -266,8 +267,7 @@ def gemm(device, op: str, a, b, *, out_dtype, transpose_b=False, quant_zero_poin
             np.int64(b.offset // b.dtype.itemsize), out.base_data,
             _batch_offsets(device, batch, a2[:-2], m * k).base_data,
             _batch_offsets(device, batch, b2[:-2], k * n).base_data,
-            np.int32(m), np.int32(n), np.int32(k), np.int64(k), np.int64(1), np.int64(sbk),
-            np.int64(sbn)]
+            np.int32(m), np.int32(n), np.int32(k), np.int64(sbk), np.int64(sbn)]
     tail = [np.int32(z) for z in quant_zero_points or ()]
     if scale is not None:
         tail.append(cltypes.scalar(out_dtype, scale))

@@ -131,7 +131,7 @@ def _launch_gemm(dev, kernel, a):
     table = dev.upload(np.zeros(1, np.int64))
     args = [a.base_data, np.int64(0), a.base_data, np.int64(0), dev.empty((64, 64), np.float32)
             .base_data, table.base_data, table.base_data, *map(np.int32, (64, 64, 64)),
-            *map(np.int64, (64, 1, 64, 1)), np.int32(0), np.int32(0)]
+            *map(np.int64, (64, 1)), np.int32(0), np.int32(0)]
     dev.run(kernel, (8, 8, 1), None, *args)
     dev.synchronize()
 
