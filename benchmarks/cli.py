@@ -1,7 +1,7 @@
-"""`hal bench`: argparse subcommand; hal, the suites and the report load only when it runs.
+"""`hal bench`: argparse subcommand; hal and the suites load only when it runs.
 
-The command ends by writing the report, so it composes the harness with `reports` (the
-one place the benchmark side reaches up to the report layer, lazily, as a CLI does).
+The `hal` command (the composition root) hands in `write_report`, so a run ends with its
+report without the benchmark layer importing the report layer above it.
 """
 
 from __future__ import annotations
@@ -106,17 +106,11 @@ def run(args: argparse.Namespace) -> int:
         f"{outcome.measured} measurement(s) in {outcome.path}"
         f" ({outcome.failed} failed or timed out)"
     )
-    if not args.no_report:
-        from benchmarks.schema import ResultsError
-        from reports.report import ReportError, build_report
-
-        report_dir = outcome.path.with_name(f"{outcome.run_id}-report")
-        try:
-            written = build_report([outcome.path], report_dir)
-        except (ResultsError, ReportError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        print(f"report: {written[0]} and {written[1].name}")
+    write_report = getattr(args, "write_report", None)  # set by the `hal` command
+    if write_report is not None and not args.no_report:
+        code = write_report(outcome.path, outcome.path.with_name(f"{outcome.run_id}-report"))
+        if code:
+            return code
     return 1 if outcome.failed else 0
 
 

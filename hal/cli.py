@@ -52,7 +52,23 @@ def build_parser() -> argparse.ArgumentParser:
             __import__(module, fromlist=["register"]).register(sub)
         except ImportError as e:  # an install without the harness still has the core commands
             print(f"hal: {module} unavailable ({e})", file=sys.stderr)
+    if "bench" in sub.choices:
+        sub.choices["bench"].set_defaults(write_report=write_report)
     return parser
+
+
+def write_report(results, out_dir) -> int:
+    """Build the report of a finished `hal bench` run; 2 if it cannot be written."""
+    from benchmarks.schema import ResultsError
+    from reports.report import ReportError, build_report
+
+    try:
+        written = build_report([results], out_dir)
+    except (ResultsError, ReportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"report: {written[0]} and {written[1].name}")
+    return 0
 
 
 def devices(args) -> int:

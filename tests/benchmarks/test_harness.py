@@ -13,7 +13,6 @@ import pytest
 from rich.progress import Progress
 
 import hal
-from benchmarks.cli import main
 from benchmarks.harness import (
     Outcome,
     _Recorder,
@@ -33,6 +32,7 @@ from benchmarks.timing import (
     merge_rounds,
     normwise_error,
 )
+from hal.cli import main
 
 FAST = TimingOptions(warmup=1, min_samples=10, max_samples=10, sample_time=0.001, budget=0.1)
 
