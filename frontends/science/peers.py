@@ -143,13 +143,3 @@ def version_label(name: str) -> str:
     except metadata.PackageNotFoundError:
         return f"{name} unavailable (not installed)"
 
-
-def available() -> dict[str, str]:
-    """Peer name -> its label, or why it is unavailable."""
-    out = {}
-    for name in NAMES:
-        try:
-            out[name] = load(name).label
-        except PeerUnavailable as exc:
-            out[name] = f"unavailable: {exc}"
-    return out
