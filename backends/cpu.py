@@ -38,25 +38,37 @@ for _name, _ufunc in _UFUNCS.items():
     kernels.register(_name, _dtypes, device_arg=False)(_ufunc)
 
 
+# Movement and casts are exact: the reference function itself is the kernel.
+for _spec in ops.specs():
+    if _spec.family in ("movement", "cast"):
+        kernels.register(_spec.name, device_arg=False)(_spec.reference)
+
+
+@kernels.register("sum", _NATIVE, device_arg=False)
+def _sum(x, *, axis=None, keepdims=False):
+    wide = np.int64 if x.dtype.kind in "biu" else None  # integers and bool sum to int64
+    return np.sum(x, axis=axis, keepdims=keepdims, dtype=wide)
+
+
+@kernels.register("max", [d for d in _NATIVE if d in ops.spec("max").dtypes], device_arg=False)
+def _max(x, *, axis=None, keepdims=False):
+    return np.max(x, axis=axis, keepdims=keepdims)
+
+
+@kernels.register("min", [d for d in _NATIVE if d in ops.spec("min").dtypes], device_arg=False)
+def _min(x, *, axis=None, keepdims=False):
+    return np.min(x, axis=axis, keepdims=keepdims)
+
+
+@kernels.register("where", device_arg=False)  # selection is exact in any dtype
+def _where(condition, x, y):
+    return np.where(condition, x, y)
+
+
 @kernels.register("power", [d for d in _NATIVE if dt.is_floating(d) or dt.is_complex(d)],
                   device_arg=False)
 def _power(a, b):
     return np.power(a, b)
-
-
-@kernels.register("reshape", device_arg=False)
-def _reshape(x, *, shape):
-    return x.reshape(shape)
-
-
-@kernels.register("permute_dims", device_arg=False)
-def _permute(x, *, axes):
-    return x.transpose(axes)
-
-
-@kernels.register("broadcast_to", device_arg=False)
-def _broadcast_to(x, *, shape):
-    return np.broadcast_to(x, shape)
 
 
 @kernels.register("erf", [dt.float32, dt.float64], device_arg=False)
