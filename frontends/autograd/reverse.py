@@ -100,8 +100,13 @@ class Tape(Level):
         self._follow(out, node, blocked_output(spec, args, out, marks) or True)
 
     def backward(self, outputs: Sequence[Tensor], cotangents: Sequence[Tensor],
-                 inputs: Sequence[Tensor], mode: str) -> list:
-        """Cotangents of `inputs` (None where none reached them) given those of `outputs`."""
+                 inputs: Sequence[Tensor], mode: str, release: bool = False) -> list:
+        """Cotangents of `inputs` (None where none reached them) given those of `outputs`.
+
+        With release, each node lets go of what it kept once its rule has run (as
+        PyTorch's backward without retain_graph): memory falls during the pass, and the
+        tape cannot be walked again.
+        """
         grads: dict[int, Tensor] = {}
         roots = []
         for o, c in zip(outputs, cotangents, strict=True):
@@ -129,6 +134,9 @@ class Tape(Level):
                     if need and c is not None:
                         k = id(parent)
                         grads[k] = c if k not in grads else grads[k] + c
+            if release:
+                node.args = node.out = None
+            del g, cts
         leaves = [self._entry(x) for x in inputs]
         return [None if e is None else grads.get(id(e[1])) for e in leaves]
 
@@ -149,8 +157,19 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     """(f(*primals), vjp_fn) with vjp_fn(cotangent) -> cotangents shaped like primals.
 
     primals and f's result may be Tensors or tuple/list/dict pytrees of Tensors; with
-    has_aux, f returns (output, aux) and the result is (output, vjp_fn, aux).
+    has_aux, f returns (output, aux) and the result is (output, vjp_fn, aux). vjp_fn
+    may be called any number of times.
     """
+    result, pull, aux = _trace(f, primals, has_aux)
+
+    def vjp_fn(cotangent):
+        return pull(cotangent, False)
+
+    return (result, vjp_fn, aux) if has_aux else (result, vjp_fn)
+
+
+def _trace(f: Callable, primals: tuple, has_aux: bool):
+    """(result, pull(cotangent, release), aux): f run on a tape, and its backward pass."""
     leaves, structure = flatten(primals, "primal")
     for x in leaves:
         check_input(x, "vjp", "primal")
@@ -167,7 +186,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
         result, aux = result
     outs, _ = flatten(result, "output of the function")
 
-    def vjp_fn(cotangent):
+    def pull(cotangent, release: bool):
         cts, _ = flatten(cotangent, "cotangent")
         if len(cts) != len(outs):
             raise HalError(f"vjp: {len(cts)} cotangents for {len(outs)} outputs; pass one "
@@ -178,11 +197,11 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
                     f"vjp: cotangent {c.dtype.name}{list(c.shape)} does not match output "
                     f"{o.dtype.name}{list(o.shape)}; give it the output's shape and dtype"
                 )
-        grads = tape.backward(outs, cts, xs, "vjp")
+        grads = tape.backward(outs, cts, xs, "vjp", release)
         filled = [hal.zeros_like(x) if g is None else g for x, g in zip(xs, grads, strict=True)]
         return tuple(unflatten(structure, filled))
 
-    return (result, vjp_fn, aux) if has_aux else (result, vjp_fn)
+    return result, pull, aux
 
 
 def normalize_argnums(fn: str, argnums, nargs: int) -> tuple[int, ...]:
@@ -214,8 +233,8 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
     """
     def wrapped(*args):
         nums = normalize_argnums("grad", argnums, len(args))
-        value, fn, *aux = vjp(fix_others(f, args, nums), *[args[i] for i in nums],
-                              has_aux=has_aux)
+        value, pull, aux = _trace(fix_others(f, args, nums), tuple(args[i] for i in nums),
+                                  has_aux)
         if not isinstance(value, Tensor) or value.shape != ():
             what = (f"a {value.dtype.name} tensor of shape {tuple(value.shape)}"
                     if isinstance(value, Tensor) else type(value).__name__)
@@ -228,9 +247,9 @@ def value_and_grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
                 f"grad: the function returned a {value.dtype.name} scalar; grad needs a real "
                 "floating output (take hal.real or hal.abs of a complex one, or use vjp)"
             )
-        grads = fn(hal.ones_like(value))
+        grads = pull(hal.ones_like(value), True)
         out = grads[0] if isinstance(argnums, int) else grads
-        return ((value, aux[0]) if has_aux else value), out
+        return ((value, aux) if has_aux else value), out
 
     return wrapped
 
@@ -249,8 +268,8 @@ def grad(f: Callable, argnums=0, has_aux: bool = False) -> Callable:
 def elementwise_grad(f: Callable) -> Callable:
     """x -> the vjp of f at x with a cotangent of ones: f'(x) for an elementwise f."""
     def wrapped(x):
-        out, fn = vjp(f, x)
-        return fn(hal.ones_like(out))[0]
+        out, pull, _ = _trace(f, (x,), False)
+        return pull(hal.ones_like(out), True)[0]
 
     return wrapped
 
