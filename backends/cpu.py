@@ -79,16 +79,18 @@ def _erf(x):
 
 
 _WORKERS = os.cpu_count() or 1
+_THREADED_FFT = 1 << 15  # points per call below which extra threads cost more than they gain
 
 
 def _scipy_fft(name):
     def kernel(x, *, axes, norm=None, **extra):
         import scipy.fft
 
+        workers = _WORKERS if x.size >= _THREADED_FFT else 1
         if name == "irfftn":
             s = [x.shape[a] for a in axes[:-1]] + [extra["n"]]
-            return scipy.fft.irfftn(x, s=s, axes=axes, norm=norm, workers=_WORKERS)
-        return getattr(scipy.fft, name)(x, axes=axes, norm=norm, workers=_WORKERS)
+            return scipy.fft.irfftn(x, s=s, axes=axes, norm=norm, workers=workers)
+        return getattr(scipy.fft, name)(x, axes=axes, norm=norm, workers=workers)
 
     return kernel
 
