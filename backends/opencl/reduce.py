@@ -1,9 +1,11 @@
 """Reductions over any axes: sum, max, min, and the fused composites mean and var.
 
 The reduced axes and the kept axes of the (contiguous) input are each merged where they
-are contiguous, then one generated kernel reduces: one work-item per output when outputs
-are many or rows short, else one work-group per output with a local-memory tree. Float
-sums accumulate in double where the device has it; var is two-pass (mean, then squares).
+are contiguous, then a generated kernel reduces: one work-item per output when outputs
+are many or rows short, one work-group per output with a local-memory tree when rows are
+long, and two stages (contiguous chunks to partials, then the partials) when a few
+outputs cover many elements. Float sums accumulate in double where the device has it;
+var is two-pass in one kernel (mean, then squares).
 """
 
 from __future__ import annotations
@@ -98,35 +100,54 @@ class _Algebra:
         return value
 
 
-def reduce(device, op: str, x, kind: str, axis, keepdims: bool, out_dtype, correction=0):
-    """Reduce x over axes with one generated kernel; returns the output array."""
+def reduce(device, op: str, x, kind: str, axis, keepdims: bool, out_dtype, correction=0,
+           divisor=None):
+    """Reduce x over axes; returns the output array.
+
+    Few outputs over many elements (a full sum) reduce in two stages: contiguous chunks to
+    partials in the accumulator type, then the partials; else one kernel does it all.
+    """
     red = shapes.axes(op, axis, x.ndim)
     out_shape = shapes.reduced(tuple(x.shape), red, keepdims)
-    out = device.empty(out_shape, out_dtype)
     n_out = math.prod(out_shape)
-    if n_out == 0:
-        return out
     st = strided.dense_strides(x.shape)
     kd, ks = _collapse([x.shape[i] for i in range(x.ndim) if i not in red],
                        [st[i] for i in range(x.ndim) if i not in red])
     rd, rs = _collapse([x.shape[i] for i in red], [st[i] for i in red])
     size = math.prod(rd)
     d = x.dtype
-    alg = _Algebra(kind, d, _acc_type(device, kind, d), out_dtype)
-    group = 1 if size <= 64 or n_out >= 1024 else device.group_size()
-    source = _source(alg, len(kd), len(rd), group)
-    kernel = device.build(op, source, "reduce")
-    divisor = size - correction if kind == "var" else size
-    args = [out.base_data, x.base_data, np.int64(x.offset // d.itemsize), np.int64(n_out),
-            np.int64(size), (np.float64 if alg.double else np.float32)(divisor)]
+    acc = _acc_type(device, kind, d)
+    if divisor is None:
+        divisor = size - correction if kind == "var" else size
+    if kind != "var" and n_out < 64 and size >= 1 << 15:
+        parts = min(256, size // 4096)
+        first = _Algebra("sum" if kind == "mean" else kind, d, acc, acc)
+        partial = device.empty((n_out, parts), acc)
+        _launch(device, op, first, x, partial, (kd, ks, rd, rs), n_out, size, 1, parts)
+        out = reduce(device, op, partial, kind, 1, False, out_dtype, divisor=divisor)
+        return out.reshape(out_shape)
+    out = device.empty(out_shape, out_dtype)
+    if n_out:
+        _launch(device, op, _Algebra(kind, d, acc, out_dtype), x, out, (kd, ks, rd, rs), n_out,
+                size, divisor, 1)
+    return out
+
+
+def _launch(device, op, alg, x, out, dims, n_out, size, divisor, parts):
+    """One reduction kernel: per output (and per chunk when parts > 1) into out."""
+    kd, ks, rd, rs = dims
+    group = 1 if size <= 64 or n_out >= 1024 or parts > 1 else device.group_size()
+    kernel = device.build(op, _source(alg, len(kd), len(rd), group), "reduce")
+    args = [out.base_data, x.base_data, np.int64(x.offset // x.dtype.itemsize),
+            np.int64(n_out), np.int64(size), (np.float64 if alg.double else np.float32)(divisor),
+            np.int64(parts), np.int64(-(-size // parts))]
     args += [np.int64(v) for pair in zip(kd, ks) for v in pair]
     args += [np.int64(v) for pair in zip(rd, rs) for v in pair]
     if group == 1:
         g = device.group_size()
-        device.run(kernel, (-(-n_out // g) * g,), (g,), *args)
+        device.run(kernel, (-(-n_out * parts // g) * g,), (g,), *args)
     else:
         device.run(kernel, (n_out * group,), (group,), *args)
-    return out
 
 
 def _source(alg: _Algebra, nkept: int, nred: int, group: int) -> str:
@@ -134,15 +155,15 @@ def _source(alg: _Algebra, nkept: int, nred: int, group: int) -> str:
     real = alg.real
     params = [f"__global {cltypes.storage(alg.out)} *out",
               f"__global const {cltypes.storage(d)} *x", "long x_off", "long n_out",
-              "long size", f"{real} divisor"]
+              "long size", f"{real} divisor", "long parts", "long chunk"]
     params += [f"long kd{k}, long ks{k}" for k in range(nkept)]
     params += [f"long rd{k}, long rs{k}" for k in range(nred)]
 
     def combine(a, b):
         return alg.combine.replace("A", a).replace("B", b)
 
-    def loop(start, step, body):
-        return [f"for (long r = {start}; r < size; r += {step}) {{", "  long at = base;",
+    def loop(start, step, body, stop="size"):
+        return [f"for (long r = {start}; r < {stop}; r += {step}) {{", "  long at = base;",
                 *["  " + s for s in _offset_code("at", "r", "r", nred)],
                 f"  {cltypes.compute(d)} v = {cltypes.load(d, 'x', 'at')};", *body, "}"]
 
@@ -150,14 +171,16 @@ def _source(alg: _Algebra, nkept: int, nred: int, group: int) -> str:
     square = ["  const " + acc_t + " c = ((" + acc_t + ")v) - mean;", "  acc += c * c;"]
     lines = []
     if group == 1:
-        lines += ["long o = get_global_id(0);", "if (o >= n_out) return;"]
+        lines += ["const long g = get_global_id(0);", "if (g >= n_out * parts) return;",
+                  "const long o = g / parts, first = (g % parts) * chunk;",
+                  "const long last = min(size, first + chunk);"]
     else:
         lines += ["long o = get_group_id(0);", "int lid = get_local_id(0);",
                   f"__local {acc_t} part[{group}];"]
     lines += ["long base = x_off;", *_offset_code("base", "o", "k", nkept),
               f"{acc_t} acc = {alg.identity};"]
-    start, step = ("0", "1") if group == 1 else ("lid", str(group))
-    lines += loop(start, step, take)
+    start, step, stop = ("first", "1", "last") if group == 1 else ("lid", str(group), "size")
+    lines += loop(start, step, take, stop)
     tree = ["part[lid] = acc;", "barrier(CLK_LOCAL_MEM_FENCE);",
             f"for (int s = {group // 2}; s > 0; s >>= 1) {{",
             f"  if (lid < s) part[lid] = {combine('part[lid]', 'part[lid + s]')};",
@@ -168,10 +191,10 @@ def _source(alg: _Algebra, nkept: int, nred: int, group: int) -> str:
         lines += [f"const {acc_t} mean = acc / ({real})size;", f"acc = {alg.identity};"]
         if group > 1:
             lines.append("barrier(CLK_LOCAL_MEM_FENCE);")
-        lines += loop(start, step, square)
+        lines += loop(start, step, square, stop)
         if group > 1:
             lines += tree
-    write = cltypes.store(alg.out, "out", "o", alg.final("acc"))
+    write = cltypes.store(alg.out, "out", "g" if group == 1 else "o", alg.final("acc"))
     lines.append(write if group == 1 else f"if (lid == 0) {{ {write} }}")
     attr = f"__attribute__((reqd_work_group_size({group}, 1, 1))) " if group > 1 else ""
     return (cltypes.preamble([d, alg.acc, alg.out]) + f"__kernel {attr}void reduce("

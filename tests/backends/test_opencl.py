@@ -225,6 +225,18 @@ def test_reductions(dev, name):
             _check(name, got, host, axis=axis, keepdims=axis == 1)
 
 
+def test_reductions_in_two_stages(dev):
+    """A few outputs over many elements go through per-chunk partials."""
+    for d in ("float32", "int8", "complex64", "bool"):
+        host = _data((2, 40000), d)
+        for name in ("sum", "max", "mean"):
+            if dt.dtype(d) not in hal.ops.spec(name).dtypes:
+                continue
+            for axis in (None, 1):
+                got = hal.dispatch.call(hal.ops.spec(name), _on(dev, host), axis=axis)
+                _check(name, got, host, axis=axis)
+
+
 def test_reduction_nan_propagates(dev):
     host = np.array([[1.0, np.nan], [2.0, 3.0]], np.float32)
     got = hal.max(hal.asarray(host, device=dev), axis=1).numpy()
