@@ -1,10 +1,11 @@
 """Fused row kernels for the composites softmax, log_softmax and layer_norm, and attention.
 
-A row is the elements along one axis (any axis: strided); a work-group (one work-item
-for short rows) takes a row through its passes (max, sum of exponentials, write; or
-mean, variance, write) with a local-memory tree between passes. Attention is GEMM with
-the scale fused (Q K^T read transposed in place), a row softmax with the causal mask
-fused, and GEMM.
+A row is the elements along one axis (any axis: strided); a work-group takes a row
+through its passes (max, sum of exponentials kept in the output, scale; or mean,
+variance, write) with a local-memory tree between passes. Short rows, and many rows on
+CPU devices, take one work-item per row instead (no barriers, which PoCL pays for).
+Attention is GEMM with the scale fused (Q K^T read transposed in place), a row softmax
+with the causal mask fused, and GEMM.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from .table import kernels, supported
 def _row_source(d, out_d, kind: str, group: int, weight: bool, bias: bool, causal: bool) -> str:
     acc = "double" if d == dt.float64 else "float"
     params = [f"__global {cltypes.storage(out_d)} *out", f"__global const {cltypes.storage(d)} *x",
-              "long x_off", "long n", "long inner", f"{acc} eps", "long lq", "long shift"]
+              "long x_off", "long rows", "long n", "long inner", f"{acc} eps", "long lq",
+              "long shift"]
     if weight:
         params.append(f"__global const {cltypes.storage(d)} *w")
     if bias:
@@ -45,16 +47,27 @@ def _row_source(d, out_d, kind: str, group: int, weight: bool, bias: bool, causa
                      f"{name} = part[0];", "barrier(CLK_LOCAL_MEM_FENCE);"]
         return code
 
-    lines = ["const long row = get_group_id(0);",
-             "const int lid = get_local_id(0);" if group > 1 else "const int lid = 0;",
-             "const long base = x_off + (row / inner) * n * inner + row % inner;"]
+    if group > 1:
+        lines = ["const long row = get_group_id(0);", "const int lid = get_local_id(0);"]
+    else:
+        lines = ["const long row = get_global_id(0);", "if (row >= rows) return;",
+                 "const int lid = 0;"]
+    lines.append("const long base = x_off + (row / inner) * n * inner + row % inner;")
+    at = "base + j * inner - x_off"
     if group > 1:
         lines.append(f"__local {acc} part[{group}];")
     if first == "max":
         lines += reduce_block("m", "-INFINITY", "m = (v > m || v != v) ? v : m;",
                               lambda a, b: f"(({b} > {a} || {b} != {b}) ? {b} : {a})")
+        if kind == "softmax":  # keep each exponential in out: one exp per element
+            keep = cltypes.store(out_d, "out", at, "e")
+            lines += reduce_block("s", "0", f"const {acc} e = exp(v - m); s += e; {keep}",
+                                  lambda a, b: f"{a} + {b}")
+            lines.append(f"for (long j = lid; j < n; j += {group}) "
+                         + cltypes.store(out_d, "out", at, f"{cltypes.load(out_d, 'out', at)} / s"))
+            return _kernel(d, out_d, group, params, lines)
         lines += reduce_block("s", "0", "s += exp(v - m);", lambda a, b: f"{a} + {b}")
-        result = "exp(v - m) / s" if kind == "softmax" else "v - m - log(s)"
+        result = "v - m - log(s)"
     else:
         lines += reduce_block("m", "0", "m += v;", lambda a, b: f"{a} + {b}")
         lines.append("m /= n;")
@@ -66,7 +79,11 @@ def _row_source(d, out_d, kind: str, group: int, weight: bool, bias: bool, causa
         if bias:
             result = f"({result}) + {cltypes.load(d, 'b', 'j')}"
     lines.append(f"for (long j = lid; j < n; j += {group}) {{ const {acc} v = {value}; "
-                 + cltypes.store(out_d, "out", "base + j * inner - x_off", result) + " }")
+                 + cltypes.store(out_d, "out", at, result) + " }")
+    return _kernel(d, out_d, group, params, lines)
+
+
+def _kernel(d, out_d, group, params, lines) -> str:
     attr = f"__attribute__((reqd_work_group_size({group}, 1, 1))) " if group > 1 else ""
     return (cltypes.preamble([d, out_d]) + f"__kernel {attr}void rows(" + ", ".join(params)
             + ")\n{\n  " + "\n  ".join(lines) + "\n}\n")
@@ -83,16 +100,22 @@ def rows(device, op: str, kind: str, x, axis: int, *, weight=None, bias=None, ep
     n = shape[axis]
     inner = math.prod(shape[axis + 1:])
     count = x.size // n
-    group = 1 if n <= 32 else device.group_size(min(256, 1 << (n - 1).bit_length()))
+    many = device.is_cpu and count >= 16 * device.cl_device.max_compute_units
+    group = 1 if n <= 32 or many else device.group_size(min(256, 1 << (n - 1).bit_length()))
     source = _row_source(x.dtype, out.dtype, kind, group, weight is not None, bias is not None,
                          causal_lengths is not None)
     kernel = device.build(op, source, "rows")
     lq, lk = causal_lengths or (1, 1)
     real = np.float64 if x.dtype == dt.float64 else np.float32
-    args = [out.base_data, x.base_data, np.int64(x.offset // x.dtype.itemsize), np.int64(n),
-            np.int64(inner), real(eps), np.int64(lq), np.int64(lk - lq)]
+    args = [out.base_data, x.base_data, np.int64(x.offset // x.dtype.itemsize),
+            np.int64(count), np.int64(n), np.int64(inner), real(eps), np.int64(lq),
+            np.int64(lk - lq)]
     args += [p.base_data for p in (weight, bias) if p is not None]
-    device.run(kernel, (count * group,), (group,), *args)
+    if group > 1:
+        device.run(kernel, (count * group,), (group,), *args)
+    else:
+        g = device.group_size(64)
+        device.run(kernel, (-(-count // g) * g,), (g,), *args)
     return out
 
 

@@ -136,7 +136,8 @@ def reduce(device, op: str, x, kind: str, axis, keepdims: bool, out_dtype, corre
 def _launch(device, op, alg, x, out, dims, n_out, size, divisor, parts):
     """One reduction kernel: per output (and per chunk when parts > 1) into out."""
     kd, ks, rd, rs = dims
-    group = 1 if size <= 64 or n_out >= 1024 or parts > 1 else device.group_size()
+    many = n_out >= (16 * device.cl_device.max_compute_units if device.is_cpu else 1024)
+    group = 1 if size <= 64 or many or parts > 1 else device.group_size()
     kernel = device.build(op, _source(alg, len(kd), len(rd), group), "reduce")
     args = [out.base_data, x.base_data, np.int64(x.offset // x.dtype.itemsize),
             np.int64(n_out), np.int64(size), (np.float64 if alg.double else np.float32)(divisor),
