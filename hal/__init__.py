@@ -100,6 +100,7 @@ from .functions import (
     multiply,
     negative,
     not_equal,
+    op,
     pad,
     permute_dims,
     power,

@@ -94,8 +94,9 @@ def observe(observer: Callable) -> Iterator[None]:
 
     args are the operands as the op received them (promoted, scalars made tensors); how
     is "kernel", "decomposed" or "fallback". A decomposed composite is reported after
-    the ops of its decomposition, which are reported too. This is the hook that tracing
-    frontends (autodiff, graph capture) build on.
+    the ops of its decomposition, which are reported too. Observers are called in the
+    order they were added (an outer block's first), so tracers nest. This is the hook
+    that tracing frontends (autodiff, graph capture) build on.
     """
     _observers.append(observer)
     try:
@@ -196,15 +197,30 @@ def _promote(spec: ops.OpSpec, args: tuple, device) -> tuple:
             if a.dtype != common:
                 out[i] = call(_ASTYPE, a, dtype=common)
         else:
-            try:
-                host = np.asarray(a, dtype=common)
-            except OverflowError:
-                raise HalError(
-                    f"{spec.name}: scalar {a!r} does not fit {common.name}; cast the tensor to a "
-                    "wider dtype first"
-                ) from None
-            out[i] = Tensor.from_host(host, device)
+            out[i] = _constant(spec, a, common, device)
     return tuple(out)
+
+
+_constants: dict[tuple, Tensor] = {}  # 0-d tensors of Python scalars; tensors are immutable
+
+
+def _constant(spec: ops.OpSpec, value, dtype, device) -> Tensor:
+    """A 0-d tensor of a Python scalar on the device, cached (uploads cost per call)."""
+    exact = value.hex() if isinstance(value, float) else repr(value)  # keeps -0.0 apart from 0.0
+    key = (device, dtype, exact)
+    tensor = _constants.get(key)
+    if tensor is None:
+        try:
+            host = np.asarray(value, dtype=dtype)
+        except OverflowError:
+            raise HalError(
+                f"{spec.name}: scalar {value!r} does not fit {dtype.name}; cast the tensor to a "
+                "wider dtype first"
+            ) from None
+        if len(_constants) >= 1024:
+            _constants.clear()
+        tensor = _constants[key] = Tensor.from_host(host, device)
+    return tensor
 
 
 def _without_kernel(spec: ops.OpSpec, device, dtype, args: tuple, params: dict) -> Tensor:

@@ -17,6 +17,11 @@ from .errors import ShapeError
 from .tensor import Tensor
 
 
+def op(name: str, /, *args, **params) -> Tensor:
+    """Call an op of the set by name: `hal.op("softmax", x, axis=-1)` (as dispatch places it)."""
+    return call(ops.spec(name), *args, **params)
+
+
 def _unary(name: str, doc: str):
     spec = ops.spec(name)
 

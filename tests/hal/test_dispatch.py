@@ -121,3 +121,20 @@ def test_call_accepts_op_spec_and_returns_reference_values(cpu):
     a = np.arange(6.0).reshape(2, 3)
     out = call(hal.ops.spec("sum"), hal.asarray(a), axis=(0,), keepdims=True)
     assert np.array_equal(out.numpy(), a.sum(axis=0, keepdims=True))
+
+
+def test_scalar_constants_are_cached_and_keep_the_sign_of_zero(cpu):
+    x = hal.asarray(np.array([1.0, -2.0]), device=cpu)
+    assert np.array_equal(np.signbit((x * -0.0).numpy()), np.signbit(np.array([1.0, -2.0]) * -0.0))
+    assert np.array_equal(np.signbit((x * 0.0).numpy()), [False, True])
+    before = len(hal.dispatch._constants)
+    for _ in range(3):
+        x + 2.5
+    assert len(hal.dispatch._constants) <= before + 1
+
+
+def test_op_calls_by_name(cpu):
+    out = hal.op("softmax", hal.asarray([0.0, 0.0]), axis=-1)
+    assert np.allclose(out.numpy(), [0.5, 0.5])
+    with pytest.raises(hal.UnsupportedOp, match="softmax"):
+        hal.op("softmaxx", hal.asarray([0.0]))
