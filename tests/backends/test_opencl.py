@@ -408,6 +408,7 @@ def test_oclgrind_reports_no_errors(tmp_path):
         c = hal.asarray((r.standard_normal((3, 256)) + 1j).astype(np.complex64), device=dev)
         big = [hal.matmul(x, x.T), hal.nn.linear(x, x.T[:, :9], activation="gelu"),
                hal.sum(x, axis=0), hal.nn.var(x[:4], axis=1), hal.nn.softmax(x),
+               hal.nn.softmax(x[:2]), hal.sum(hal.ones(40000, device=dev)),
                hal.nn.layer_norm(x), hal.fft.fft(c), hal.fft.ifft(c[:, :97])]
         print(dev.name, failed, sum(float(np.abs(t.numpy()).sum()) for t in big))
     """)
