@@ -32,6 +32,7 @@ from benchmarks.timing import (
     merge_rounds,
     normwise_error,
 )
+from benchmarks.workload import suite_names
 from hal.cli import main
 
 FAST = TimingOptions(warmup=1, min_samples=10, max_samples=10, sample_time=0.001, budget=0.1)
@@ -317,7 +318,7 @@ def test_stream_kernels_check_and_count_stream_bytes(kind):
 
 
 def test_every_suite_has_unique_measurement_keys():
-    for suite in ["ops", "peak", "quick", "smoke"]:
+    for suite in suite_names():
         keys = [t.key for t in plan(Config(suites=[suite]), ["cpu:0"])]
         assert len(keys) == len(set(keys)), suite
     deepbench = {
