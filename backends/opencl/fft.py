@@ -146,10 +146,10 @@ def global_source(d, n: int, r: int) -> str:
     head, real, vec = _header(d)
     body = _pass_body(r, n, real, vec, lambda i: f"x[x_off + base + ({i}) * inner]",
                       lambda i, v: f"y[y_off + base + ({i}) * inner] = {v} * scale;", "ns")
-    lines = ["const long g = get_global_id(0);", f"if (g >= rows * {n // r}) return;",
+    lines = ["const long g = get_global_id(0);",
              f"const long row = g / {n // r}, j = g % {n // r};", _ROW, *body]
     params = (f"__global const {vec} *x, long x_off, __global {vec} *y, long y_off, long inner, "
-              f"__global const {vec} *tw, {real} sgn, {real} scale, long ns, long rows")
+              f"__global const {vec} *tw, {real} sgn, {real} scale, long ns")
     return (head + f"#define N {n}L\n__kernel void fft({params})\n{{\n  " + "\n  ".join(lines)
             + "\n}\n")
 
@@ -159,10 +159,9 @@ def chirp_source(d) -> str:
     head, _, vec = _header(d)
     return head + f"""__kernel void chirp(__global const {vec} *x, long x_off, long xn,
     long x_inner, __global {vec} *y, long y_off, long yn, long y_inner,
-    __global const {vec} *v, long valid, long rows)
+    __global const {vec} *v, long valid)
 {{
   const long g = get_global_id(0);
-  if (g >= rows * yn) return;
   const long row = g / yn, j = g % yn;
   {vec} value = 0;
   if (j < valid)
@@ -233,13 +232,11 @@ class Plan:
             last = i == len(self.radices) - 1
             dst = out if last else temps[i % 2]
             kernel = dev.build("fft", global_source(d, n, r), "fft")
-            total = rows * (n // r)
-            group = dev.group_size()
-            dev.run(kernel, (-(-total // group) * group,), (group,), src.base_data,
+            dev.run_items(kernel, rows * (n // r), src.base_data,
                     np.int64(src.offset // d.itemsize), dst.base_data,
                     np.int64(dst.offset // d.itemsize), np.int64(inner),
                     self.twiddles.base_data, self._real(sign),
-                    self._real(scale if last else 1.0), np.int64(ns), np.int64(rows))
+                    self._real(scale if last else 1.0), np.int64(ns))
             src, ns = dst, ns * r
 
     def _bluestein(self, x, out, inner, rows, sign, scale):
@@ -253,12 +250,10 @@ class Plan:
         kernel = dev.build("fft", chirp_source(d), "chirp")
 
         def step(src, s_n, s_inner, dst, d_n, d_inner, vec, valid):
-            total = rows * d_n
-            group = dev.group_size()
-            dev.run(kernel, (-(-total // group) * group,), (group,), src.base_data,
+            dev.run_items(kernel, rows * d_n, src.base_data,
                     np.int64(src.offset // d.itemsize), np.int64(s_n), np.int64(s_inner),
                     dst.base_data, np.int64(dst.offset // d.itemsize), np.int64(d_n),
-                    np.int64(d_inner), vec.base_data, np.int64(valid), np.int64(rows))
+                    np.int64(d_inner), vec.base_data, np.int64(valid))
 
         step(x, n, inner, work, m, 1, chirp, n)
         spectrum = self.inner_plan.run(work, 1, FORWARD, 1.0)
@@ -325,10 +320,9 @@ def hermitian_source(d) -> str:
     """y (length n along the axis) from its first n//2 + 1 points x by Hermitian symmetry."""
     head, _, vec = _header(d)
     return head + f"""__kernel void hermitian(__global const {vec} *x, long x_off, long m,
-    __global {vec} *y, long n, long inner, long rows)
+    __global {vec} *y, long n, long inner)
 {{
   const long g = get_global_id(0);
-  if (g >= rows * n) return;
   const long row = g / n, j = g % n;
   const long outer = row / inner, i = row % inner;
   const long src = j < m ? j : n - j;
@@ -351,10 +345,8 @@ def irfftn(device, x, *, axes, n, norm=None):
     rows = full.size // n
     if rows:
         kernel = device.build("irfftn", hermitian_source(z.dtype), "hermitian")
-        group = device.group_size()
-        device.run(kernel, (-(-rows * n // group) * group,), (group,), z.base_data,
-                   np.int64(z.offset // z.dtype.itemsize), np.int64(z.shape[last]),
-                   full.base_data, np.int64(n), np.int64(inner), np.int64(rows))
+        device.run_items(kernel, rows * n, z.base_data, np.int64(z.offset // z.dtype.itemsize),
+                         np.int64(z.shape[last]), full.base_data, np.int64(n), np.int64(inner))
     full = transform(device, full, [last], INVERSE, norm)
     return map_arrays(device, "irfftn", "a0.real", [full], ops.spec("irfftn").meta(x, axes=axes,
                       n=n, norm=norm)[1])

@@ -77,7 +77,7 @@ def gather(device, op: str, x, out_shape, before, mode: str, value=0):
         return out
     ndim = len(out_shape)
     d = x.dtype
-    lines = ["long i = get_global_id(0);", "if (i >= n) return;", "long r = i, src = 0;",
+    lines = ["const long i = get_global_id(0);", "long r = i, src = 0;",
              "int inside = 1;"]
     in_strides = strided.dense_strides(x.shape)
     for k in range(ndim - 1, -1, -1):
@@ -97,17 +97,16 @@ def gather(device, op: str, x, out_shape, before, mode: str, value=0):
         lines.append(f"{value_type} v = {read};")
     lines.append(cltypes.store(d, "out", "i", "v"))
     params = [f"__global {cltypes.storage(d)} *out", f"__global const {cltypes.storage(d)} *x",
-              "long x_off", "long n", f"{value_type} fill"]
+              "long x_off", f"{value_type} fill"]
     params += [f"long od{k}, long id{k}, long b{k}" for k in range(ndim)]
     source = (cltypes.preamble([d]) + "__kernel void gather(" + ", ".join(params) + ")\n{\n  "
               + "\n  ".join(lines) + "\n}\n")
     kernel = device.build(op, source, "gather")
-    args = [out.base_data, x.base_data, np.int64(x.offset // d.itemsize), np.int64(total),
+    args = [out.base_data, x.base_data, np.int64(x.offset // d.itemsize),
             cltypes.scalar(d, value)]
     for k in range(ndim):
         args += [np.int64(out_shape[k]), np.int64(x.shape[k]), np.int64(before[k])]
-    group = device.group_size()
-    device.run(kernel, (-(-total // group) * group,), (group,), *args)
+    device.run_items(kernel, total, *args)
     return out
 
 

@@ -24,7 +24,7 @@ from .table import kernels, supported
 def _row_source(d, out_d, kind: str, group: int, weight: bool, bias: bool, causal: bool) -> str:
     acc = "double" if d == dt.float64 else "float"
     params = [f"__global {cltypes.storage(out_d)} *out", f"__global const {cltypes.storage(d)} *x",
-              "long x_off", "long rows", "long n", "long inner", f"{acc} eps", "long lq",
+              "long x_off", "long n", "long inner", f"{acc} eps", "long lq",
               "long shift"]
     if weight:
         params.append(f"__global const {cltypes.storage(d)} *w")
@@ -50,8 +50,7 @@ def _row_source(d, out_d, kind: str, group: int, weight: bool, bias: bool, causa
     if group > 1:
         lines = ["const long row = get_group_id(0);", "const int lid = get_local_id(0);"]
     else:
-        lines = ["const long row = get_global_id(0);", "if (row >= rows) return;",
-                 "const int lid = 0;"]
+        lines = ["const long row = get_global_id(0);", "const int lid = 0;"]
     lines.append("const long base = x_off + (row / inner) * n * inner + row % inner;")
     at = "base + j * inner - x_off"
     if group > 1:
@@ -107,15 +106,13 @@ def rows(device, op: str, kind: str, x, axis: int, *, weight=None, bias=None, ep
     kernel = device.build(op, source, "rows")
     lq, lk = causal_lengths or (1, 1)
     real = np.float64 if x.dtype == dt.float64 else np.float32
-    args = [out.base_data, x.base_data, np.int64(x.offset // x.dtype.itemsize),
-            np.int64(count), np.int64(n), np.int64(inner), real(eps), np.int64(lq),
-            np.int64(lk - lq)]
+    args = [out.base_data, x.base_data, np.int64(x.offset // x.dtype.itemsize), np.int64(n),
+            np.int64(inner), real(eps), np.int64(lq), np.int64(lk - lq)]
     args += [p.base_data for p in (weight, bias) if p is not None]
     if group > 1:
         device.run(kernel, (count * group,), (group,), *args)
     else:
-        g = device.group_size(64)
-        device.run(kernel, (-(-count // g) * g,), (g,), *args)
+        device.run_items(kernel, count, *args, group=device.group_size(64))
     return out
 
 

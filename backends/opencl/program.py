@@ -62,9 +62,10 @@ class Programs:
         return program
 
 
-def launch(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size, *args):
+def launch(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size, *args,
+           offset=None):
     """Enqueue kernel over global_size (nothing when it is empty); returns the event or None."""
     if any(g == 0 for g in global_size):
         return None
     return kernel(queue, tuple(global_size), None if local_size is None else tuple(local_size),
-                  *args)
+                  *args, global_offset=offset)

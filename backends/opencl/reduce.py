@@ -145,8 +145,7 @@ def _launch(device, op, alg, x, out, dims, n_out, size, divisor, parts):
     args += [np.int64(v) for pair in zip(kd, ks) for v in pair]
     args += [np.int64(v) for pair in zip(rd, rs) for v in pair]
     if group == 1:
-        g = device.group_size()
-        device.run(kernel, (-(-n_out * parts // g) * g,), (g,), *args)
+        device.run_items(kernel, n_out * parts, *args)
     else:
         device.run(kernel, (n_out * group,), (group,), *args)
 
@@ -172,7 +171,7 @@ def _source(alg: _Algebra, nkept: int, nred: int, group: int) -> str:
     square = ["  const " + acc_t + " c = ((" + acc_t + ")v) - mean;", "  acc += c * c;"]
     lines = []
     if group == 1:
-        lines += ["const long g = get_global_id(0);", "if (g >= n_out * parts) return;",
+        lines += ["const long g = get_global_id(0);",
                   "const long o = g / parts, first = (g % parts) * chunk;",
                   "const long last = min(size, first + chunk);"]
     else:

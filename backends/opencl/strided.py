@@ -96,10 +96,9 @@ def run(device, op: str, expr: str, inputs: list[View], out: View, shape,
     for v, st, cl in zip(views, strides, classes):
         args += [v.array.base_data, np.int64(v.offset)]
         args += [np.int64(s) for s, c in zip(st, cl) if c == "v"]
-    args += [np.int64(total)] + [np.int64(n) for n in dims[1:]]
+    args += [np.int64(n) for n in dims[1:]]
     args += list(scalars)
-    group = device.group_size()
-    device.run(kernel, (-(-total // group) * group,), (group,), *args)
+    device.run_items(kernel, total, *args)
 
 
 def _source(expr, dtypes, ndim, classes, scalar_types, helpers) -> str:
@@ -109,9 +108,9 @@ def _source(expr, dtypes, ndim, classes, scalar_types, helpers) -> str:
         const = "" if k == 0 else "const "
         params += [f"__global {const}{cltypes.storage(d)} *{name}", f"long {name}_off"]
         params += [f"long {name}_s{i}" for i, c in enumerate(cls) if c == "v"]
-    params += ["long n"] + [f"long d{i}" for i in range(1, ndim)]
+    params += [f"long d{i}" for i in range(1, ndim)]
     params += [f"{t} s{k}" for k, t in enumerate(scalar_types)]
-    body.append("long i = get_global_id(0);\n  if (i >= n) return;")
+    body.append("const long i = get_global_id(0);")
     body.append("long r = i;")
     body += [f"long {name}_o = {name}_off;" for name in names]
     for dim in range(ndim - 1, -1, -1):
