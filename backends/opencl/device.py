@@ -32,7 +32,9 @@ class OpenCLDevice(hal.Device):
         self.max_group = cl_device.max_work_group_size
         self.pool = Pool(self.queue, self.name, cl_device.global_mem_size,
                          cl_device.max_mem_alloc_size)
-        self.use_vkfft = True  # last-axis complex FFTs by pyvkfft when it is installed
+        # Last-axis complex FFTs by pyvkfft when it is installed, except on CPU devices:
+        # on PoCL this backend's Stockham kernels measured 2x faster than VkFFT's.
+        self.use_vkfft = not self.is_cpu
         self.cache: dict = {}  # host-side plans and tables of kernel modules (FFT plans)
         self.programs = Programs(self.context, f"{self.name} ({cl_device.name.strip()})")
 
@@ -139,8 +141,8 @@ class OpenCLDevice(hal.Device):
                 "local_memory_bytes": d.local_mem_size,
                 "max_work_group_size": d.max_work_group_size,
                 "max_buffer_bytes": d.max_mem_alloc_size,
-                "fft": "vkfft (last axis) + stockham/bluestein" if _vkfft() else
-                       "stockham/bluestein",
+                "fft": "vkfft (last axis) + stockham/bluestein"
+                       if _vkfft() and self.use_vkfft else "stockham/bluestein",
             },
         }
 

@@ -1,9 +1,10 @@
 """Optional VkFFT (pyvkfft, the `vkfft` extra): complex transforms along the last axis.
 
 pyvkfft ships as source and needs the OpenCL headers to build, so it is never required:
-when it imports, `fft.transform` hands it contiguous last-axis complex transforms and
-keeps its own Stockham/Bluestein kernels for every other case. `OpenCLDevice.use_vkfft`
-switches it off per device (the benchmarks compare both).
+when it imports, `fft.transform` hands it contiguous last-axis complex transforms on
+GPU-like devices and keeps its own Stockham/Bluestein kernels for every other case (on
+PoCL they measured 2x faster than VkFFT: batch 4096 x 1024 complex64 50 ms vs 109 ms).
+`OpenCLDevice.use_vkfft` switches it per device; the benchmarks compare both.
 """
 
 from __future__ import annotations
