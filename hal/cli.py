@@ -40,8 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true", help="print JSON instead of a table")
     d.set_defaults(func=devices)
     c = sub.add_parser("conformance", help="certify backends against the op set's reference")
-    c.add_argument("--backend", action="append", metavar="NAME",
-                   help="backend to certify (repeatable; default: every available one)")
+    c.add_argument("--backend", action="append", metavar="NAME[:INDEX]",
+                   help="backend (device 0) or device to certify (repeatable; default: "
+                        "device 0 of every available backend)")
     c.add_argument("--ops", nargs="+", metavar="OP", help="only these ops")
     c.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
     c.add_argument("--examples", type=int, default=20, help="hypothesis examples per cell")
@@ -132,21 +133,26 @@ def conformance(args) -> int:
     from rich.progress import Progress
 
     from . import conformance as kit
+    from .errors import HalError
     from .registry import registry
 
-    names = args.backend or registry.available()
-    for name in names:
+    targets = []
+    for spec in args.backend or registry.available():
+        name, _, index = spec.partition(":")
+        if index and not index.isdigit():
+            raise HalError(f"--backend {spec!r}: give NAME or NAME:INDEX, e.g. opencl:1")
         registry.get(name)  # unknown or broken: a HalError naming the registered ones
+        targets.append((name, int(index or 0)))
     console = Console(stderr=args.json)
     reports = []
-    for name in names:
+    for name, index in targets:
         with Progress(console=console, transient=True) as bar:
             task = bar.add_task(f"{name}", total=None)
 
             def progress(i, n, label, task=task, bar=bar, name=name):
                 bar.update(task, total=n, completed=i, description=f"{name}: {label}")
 
-            reports.append(kit.run(name, ops_=args.ops, dtypes=args.dtypes,
+            reports.append(kit.run(name, ops_=args.ops, dtypes=args.dtypes, index=index,
                                    examples=args.examples, progress=progress))
     if args.json:
         print(json.dumps([r.to_dict() for r in reports], indent=2))

@@ -195,7 +195,7 @@ class Device:
                 device=self.name,
                 dtypes=tuple(dt.names(self.backend.dtypes(self))),
                 ops=tuple(sorted(self.backend.kernels.ops()) if self.backend.kernels else ()),
-                unsupported=dict(self.backend.unsupported),
+                unsupported=dict(self.backend.unsupported_on(self)),
                 timer=self.timer,
                 **facts,
             )
@@ -386,6 +386,10 @@ class Backend:
     def dtypes(self, device: Device) -> tuple[np.dtype, ...]:
         """Dtypes that tensors on the device may have (default: every hal dtype)."""
         return dt.ALL
+
+    def unsupported_on(self, device: Device) -> Mapping[str, str]:
+        """Op or dtype name -> why, for one device (default: the backend's `unsupported`)."""
+        return self.unsupported
 
     def is_available(self) -> bool:
         """True if the backend can open a device here."""

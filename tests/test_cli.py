@@ -39,3 +39,13 @@ def test_console_script_runs():
     out = subprocess.run([sys.executable, "-m", "hal.cli", "--help"], capture_output=True,
                          text=True, check=True).stdout
     assert "conformance" in out and "devices" in out
+
+
+def test_conformance_on_a_chosen_device(capsys):
+    assert main(["conformance", "--backend", "null:0", "--ops", "add", "--dtypes", "int8",
+                 "--examples", "2", "--json"]) == 0
+    (report,) = json.loads(capsys.readouterr().out)
+    assert report["device"] == "null:0"
+    assert main(["conformance", "--backend", "null:x"]) == 2
+    assert main(["conformance", "--backend", "null:3", "--ops", "add"]) == 1
+    assert "out of range" in capsys.readouterr().out

@@ -63,6 +63,14 @@ class OpenCLBackend(hal.Backend):
 
         return OpenCLDevice(self, index, self._list()[index])
 
+    def unsupported_on(self, device) -> dict:
+        """bfloat16 everywhere; float64 and complex128 where the device lacks cl_khr_fp64."""
+        reasons = dict(self.unsupported)
+        if not device.fp64:
+            why = "the device has no cl_khr_fp64 (no double precision)"
+            reasons.update(float64=why, complex128=why)
+        return reasons
+
     def dtypes(self, device) -> tuple:
         """hal's dtypes less bfloat16, and less float64/complex128 without cl_khr_fp64."""
         wide = (dt.float64, dt.complex128)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
@@ -112,17 +110,6 @@ class OpenCLDevice(hal.Device):
     def reset_peak(self) -> None:
         """Start peak accounting afresh."""
         self.pool.reset_peak()
-
-    @property
-    def capabilities(self) -> hal.Capabilities:
-        """The capabilities, with dtypes this device lacks listed under `unsupported`."""
-        caps = super().capabilities
-        if not self.fp64 and "float64" not in caps.unsupported:
-            why = "the device has no cl_khr_fp64 (no double precision)"
-            caps = dataclasses.replace(
-                caps, unsupported={**caps.unsupported, "float64": why, "complex128": why})
-            self._capabilities = caps
-        return caps
 
     def _describe(self) -> dict:
         d = self.cl_device
