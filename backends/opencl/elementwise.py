@@ -28,8 +28,10 @@ def _wrapping(d, op, a, b=None):
     return f"({cltypes.storage(d)})(({u}){a} {op} ({u}){b})"
 
 
-def _nan_pick(cmp):
-    return f"((a0 {cmp} a1 || a0 != a0) ? a0 : a1)"
+def _pick(cmp, d):
+    """maximum/minimum; for floats a NaN in a0 wins (a NaN in a1 loses the comparison)."""
+    nan = " || a0 != a0" if dt.is_floating(d) else ""
+    return f"((a0 {cmp} a1{nan}) ? a0 : a1)"
 
 
 def complex_helpers(d: np.dtype) -> str:
@@ -98,15 +100,17 @@ def binary_expr(name: str, d: np.dtype) -> str:
     if name == "power":
         return f"ipow_{cltypes.storage(d)}(a0, a1)" if dt.is_integer(d) else "pow(a0, a1)"
     if name in ("maximum", "minimum"):
-        return _nan_pick(">" if name == "maximum" else "<")
+        return _pick(">" if name == "maximum" else "<", d)
     return "a0 " + {"equal": "==", "less": "<", "greater": ">"}[name] + " a1"
 
 
 def _ipow(d) -> str:
     """A helper for integer powers by squaring (negative exponents give 0, or ±1 for ±1)."""
     t, u = cltypes.storage(d), cltypes.UNSIGNED[d]
+    negative = ("" if d == dt.uint8 else  # unsigned: no negative exponents to handle
+                "  if (e < 0) return b == 1 ? 1 : (b == -1 ? ((e & 1) ? -1 : 1) : 0);\n")
     return (f"inline {t} ipow_{t}({t} b, {t} e) {{\n"
-            f"  if (e < 0) return b == 1 ? 1 : (b == -1 ? ((e & 1) ? -1 : 1) : 0);\n"
+            f"{negative}"
             f"  {u} r = 1, x = ({u})b;\n"
             f"  while (e) {{ if (e & 1) r *= x; x *= x; e >>= 1; }}\n"
             f"  return ({t})r;\n}}\n")

@@ -67,7 +67,8 @@ class _Algebra:
         if kind in ("max", "min"):
             cmp = ">" if kind == "max" else "<"
             self.identity = self._extreme(kind, d)
-            self.combine = f"((A {cmp} B || A != A) ? A : B)"
+            nan = " || A != A" if dt.is_floating(d) else ""  # NaN propagates, as in numpy
+            self.combine = f"((A {cmp} B{nan}) ? A : B)"
             self.map = "V"
         elif complex_:
             self.identity = f"{p}_new(0, 0)"
