@@ -143,7 +143,8 @@ def conformance(args) -> int:
             raise HalError(f"--backend {spec!r}: give NAME or NAME:INDEX, e.g. opencl:1")
         registry.get(name)  # unknown or broken: a HalError naming the registered ones
         targets.append((name, int(index or 0)))
-    console = Console(stderr=args.json)
+    # a log file or pipe gets a wide matrix rather than rich's 80 columns
+    console = Console(stderr=args.json, width=None if sys.stdout.isatty() else 160)
     reports = []
     for name, index in targets:
         with Progress(console=console, transient=True) as bar:
