@@ -12,6 +12,8 @@ from hal import dtypes as dt
 from .memory import Pool
 from .program import Programs, launch
 
+SMALL_RANGE = 1 << 16  # work-items below which one launch beats two (enqueue cost)
+
 
 class OpenCLDevice(hal.Device):
     """An OpenCL device; tensors are contiguous `pyopencl.array.Array`s from its pool."""
@@ -74,9 +76,14 @@ class OpenCLDevice(hal.Device):
     def run_items(self, kernel: cl.Kernel, total: int, *args, group: int | None = None):
         """Enqueue a 1-d kernel over exactly `total` work-items: whole work-groups, then the
         remainder at a global offset, so kernels need no bounds check (which stops PoCL
-        from vectorising: a guarded a*b + c runs at less than half the bandwidth)."""
+        from vectorising: a guarded a*b + c runs at less than half the bandwidth). Small
+        ranges take one launch with the work-group size left to the runtime, since each
+        enqueue costs tens of microseconds on PoCL."""
         group = group or self.group_size()
         main = total - total % group
+        if main == 0 or (total < SMALL_RANGE and main != total):
+            launch(self.queue, kernel, (total,), None, *args)
+            return
         launch(self.queue, kernel, (main,), (group,), *args)
         launch(self.queue, kernel, (total - main,), None, *args, offset=(main,))
 

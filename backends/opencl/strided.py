@@ -9,6 +9,7 @@ and unit/zero strides are compiled in, so the common dense case is a plain `p[i]
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -89,8 +90,8 @@ def run(device, op: str, expr: str, inputs: list[View], out: View, shape,
     views = [out, *inputs]
     dims, strides = _collapse(tuple(shape), views)
     classes = tuple(tuple(_stride_class(s) for s in st) for st in strides)
-    dtypes = [v.dtype for v in views]
-    source = _source(expr, dtypes, len(dims), classes, scalar_types, helpers)
+    dtypes = tuple(v.dtype for v in views)
+    source = _source(expr, dtypes, len(dims), classes, tuple(scalar_types), helpers)
     kernel = device.build(op, source, "ew")
     args = []
     for v, st, cl in zip(views, strides, classes):
@@ -101,6 +102,7 @@ def run(device, op: str, expr: str, inputs: list[View], out: View, shape,
     device.run_items(kernel, total, *args)
 
 
+@functools.lru_cache(maxsize=4096)  # generating the text costs more than the launch
 def _source(expr, dtypes, ndim, classes, scalar_types, helpers) -> str:
     params, body = [], []
     names = ["out"] + [f"p{k}" for k in range(len(dtypes) - 1)]
