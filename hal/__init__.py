@@ -71,7 +71,6 @@ from .errors import (
 from .functions import (
     abs,
     add,
-    all_close,
     astype,
     broadcast_to,
     complex,

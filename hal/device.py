@@ -201,10 +201,6 @@ class Device:
             )
         return self._capabilities
 
-    def set_peaks(self, peaks: Mapping[str, Any]) -> None:
-        """Store measured peaks (from the harness) in the capabilities."""
-        self._capabilities = self.capabilities.with_peaks(peaks)
-
     def supports_dtype(self, dtype: np.dtype) -> bool:
         """True if tensors of this dtype can live and compute on the device."""
         return dtype.name in self.capabilities.dtypes
@@ -347,10 +343,6 @@ class KernelTable:
     def ops(self) -> set[str]:
         """Names of the ops that have at least one kernel."""
         return {op for op, _ in self._entries}
-
-    def dtypes_of(self, op: str) -> set[np.dtype]:
-        """Dtypes with a kernel for an op."""
-        return {d for o, d in self._entries if o == op}
 
     def bind(self, device: Device) -> dict[tuple[str, np.dtype], Kernel]:
         """The kernels with the device argument bound: (op, dtype) -> callable(*natives)."""

@@ -40,11 +40,6 @@ def decomposition(name: str) -> Callable:
     return register
 
 
-def has_decomposition(name: str) -> bool:
-    """True if the op has a default decomposition."""
-    return name in _decompositions
-
-
 @dataclass
 class Placement:
     """Where ops ran while recording: (op, device, dtype, how); how: kernel/decomposed/fallback."""

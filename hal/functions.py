@@ -7,7 +7,6 @@ squeeze, ...) are compositions of ops and say so.
 
 from __future__ import annotations
 
-import builtins
 import operator
 
 from . import dtypes as dt
@@ -241,12 +240,3 @@ def _default():
     from .registry import default_device
 
     return default_device()
-
-
-def all_close(actual, expected, *, rtol: float = 1e-5, atol: float = 1e-8) -> builtins.bool:
-    """True if two tensors (or arrays) agree within tolerance on the host, NaN equal to NaN."""
-    import numpy as np
-
-    a = actual.numpy() if isinstance(actual, Tensor) else np.asarray(actual)
-    e = expected.numpy() if isinstance(expected, Tensor) else np.asarray(expected)
-    return builtins.bool(np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True))

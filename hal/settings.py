@@ -39,9 +39,5 @@ class Settings:
             cache_dir=Path(cache).expanduser() if cache else cls().cache_dir,
         )
 
-    def environment(self) -> dict[str, str]:
-        """The HAL_* variables as set now, for result records."""
-        return {k: v for k, v in os.environ.items() if k.startswith("HAL_")}
-
 
 settings = Settings.from_env()
