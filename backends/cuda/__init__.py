@@ -1,0 +1,65 @@
+"""The CUDA backend (cupy): the whole op set on NVIDIA GPUs.
+
+Tensors are `cupy.ndarray`s. Kernels are cupy's own library calls (cuBLAS matmul, cuFFT,
+cupy's reductions and ufuncs) plus fused kernels for the composites. Either cupy wheel
+works: cupy-cuda12x (`pip install -e '.[cuda]'`) or cupy-cuda13x (`.[cuda13]`). cupy is
+imported only when the backend is asked about devices, so hal loads without it.
+"""
+
+from __future__ import annotations
+
+import hal
+from hal import dtypes as dt
+
+from . import elementwise, fft, fused, gemm, movement, quant, reduce
+from .table import kernels
+
+INSTALL = "pip install -e '.[cuda]' (cupy-cuda12x) or '.[cuda13]' (cupy-cuda13x)"
+
+
+def has_bfloat16() -> bool:
+    """True when the installed cupy has bfloat16 arrays (cupy 14 and later, with ml_dtypes)."""
+    import cupy
+
+    return dt.bfloat16 is not None and int(cupy.__version__.split(".")[0]) >= 14
+
+
+class CudaBackend(hal.Backend):
+    """Every CUDA GPU cupy sees; cuda:N is CUDA device N."""
+
+    name = "cuda"
+    kernels = kernels
+
+    def why_unavailable(self) -> str | None:
+        """Why no GPU can be opened here (cupy missing, no driver, no device), or None."""
+        try:
+            import cupy
+        except Exception as e:  # a broken cupy install fails in many ways; say which
+            return f"cupy is not installed ({type(e).__name__}: {e}); {INSTALL}"
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as e:  # CUDARuntimeError: no driver, driver too old, no device
+            return f"CUDA reports no usable GPU: {e}"
+        return None if count > 0 else "CUDA reports 0 devices"
+
+    def device_count(self) -> int:
+        """How many CUDA devices the driver lists."""
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount()
+
+    def _open_device(self, index: int):
+        from .device import CudaDevice
+
+        return CudaDevice(self, index)
+
+    def unsupported_on(self, device) -> dict:
+        """bfloat16 where the installed cupy has no bfloat16 arrays."""
+        if has_bfloat16() or dt.bfloat16 is None:
+            return {}
+        return {"bfloat16": "cupy < 14 has no bfloat16 arrays; pip install 'cupy-cuda12x>=14' "
+                            "(or cupy-cuda13x>=14), or cast to float32"}
+
+    def dtypes(self, device) -> tuple:
+        """hal's dtypes; bfloat16 only with cupy >= 14."""
+        return tuple(d for d in dt.ALL if d != dt.bfloat16 or has_bfloat16())

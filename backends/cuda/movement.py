@@ -1,0 +1,85 @@
+"""Movement ops with cupy: views where cupy makes them (tensors are immutable), copies
+otherwise. bfloat16 moves as its uint16 bit patterns, so no arithmetic touches it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hal import dtypes as dt
+from hal import ops, shapes
+
+from .elementwise import bits, from_bits
+from .table import register
+
+
+def _as_bits(fn):
+    """`fn` applied to bit patterns of its array operands, the result viewed back."""
+
+    def moved(*xs, **params):
+        return from_bits(fn(*[bits(x) for x in xs], **params), xs[0].dtype)
+
+    moved.__doc__ = fn.__doc__
+    return moved
+
+
+@register("reshape")
+@_as_bits
+def reshape(x, *, shape):
+    """The elements in a new shape (-1 resolved as the op set resolves it)."""
+    return x.reshape(shapes.reshape("reshape", x.shape, shape))
+
+
+@register("permute_dims")
+@_as_bits
+def permute_dims(x, *, axes):
+    """Axes permuted (a view)."""
+    return x.transpose(tuple(a % x.ndim for a in axes))
+
+
+@register("broadcast_to")
+@_as_bits
+def broadcast_to(x, *, shape):
+    """x broadcast to shape (a view with zero strides)."""
+    import cupy
+
+    return cupy.broadcast_to(x, tuple(shape))
+
+
+@register("slice")
+@_as_bits
+def slice_(x, *, bounds):
+    """Strided slices per axis: (start, step, count) (a view, by the reference's indexing)."""
+    return ops.spec("slice").reference(x, bounds=bounds)
+
+
+@register("concat")
+@_as_bits
+def concat(*xs, axis=0):
+    """Tensors joined along an axis."""
+    import cupy
+
+    return cupy.concatenate(xs, axis=axis)
+
+
+@register("pad")
+def pad(x, *, pad_width, mode="constant", value=0):
+    """Padding per axis: constant (value), edge or wrap."""
+    import cupy
+
+    if x.ndim == 0:
+        return x.copy()
+    if mode != "constant":
+        return from_bits(cupy.pad(bits(x), pad_width, mode=mode), x.dtype)
+    if x.dtype == dt.bfloat16:  # the value's bit pattern pads the bit patterns
+        value = np.asarray(value, dt.bfloat16).view(np.uint16).item()
+    return from_bits(cupy.pad(bits(x), pad_width, mode="constant", constant_values=value),
+                     x.dtype)
+
+
+@register("roll")
+@_as_bits
+def roll(x, *, shift, axis=None):
+    """Elements shifted cyclically along axes (flattened when axis is None)."""
+    import cupy
+
+    return cupy.roll(x, shift, axis=axis)

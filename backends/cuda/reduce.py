@@ -1,0 +1,58 @@
+"""Reductions with cupy (CUB where it applies): sum, max, min, and the mean/var composites.
+
+Integers and bool sum to int64; float16/bfloat16 accumulate in float32 (`in_float32`).
+"""
+
+from __future__ import annotations
+
+from hal import dtypes as dt
+
+from .table import in_float32, register
+
+
+@register("sum")
+@in_float32
+def sum_(x, *, axis=None, keepdims=False):
+    """Sum over axes; int64 for integers and bool."""
+    import cupy
+
+    wide = dt.int64 if x.dtype.kind in "biu" else None
+    return cupy.sum(x, axis=axis, dtype=wide, keepdims=keepdims)
+
+
+@register("max")
+@in_float32
+def max_(x, *, axis=None, keepdims=False):
+    """Maximum over axes (NaN propagates)."""
+    import cupy
+
+    return cupy.max(x, axis=axis, keepdims=keepdims)
+
+
+@register("min")
+@in_float32
+def min_(x, *, axis=None, keepdims=False):
+    """Minimum over axes (NaN propagates)."""
+    import cupy
+
+    return cupy.min(x, axis=axis, keepdims=keepdims)
+
+
+@register("mean")
+@in_float32
+def mean(x, *, axis=None, keepdims=False):
+    """Arithmetic mean over axes."""
+    import cupy
+
+    return cupy.mean(x, axis=axis, keepdims=keepdims)
+
+
+@register("var")
+@in_float32
+def var(x, *, axis=None, keepdims=False, correction=0):
+    """Variance over axes, dividing by N - correction."""
+    import cupy
+
+    return cupy.var(x, axis=axis, ddof=correction, keepdims=keepdims)
+
+
