@@ -84,6 +84,13 @@ def scaled_dot_product_attention(q, k, v, /, *, causal: bool = False,
     return call(_S["scaled_dot_product_attention"], q, k, v, causal=causal, scale=scale)
 
 
+def quantized_linear(x, weight, weight_scale, bias=None, /) -> Tensor:
+    """An int8 linear layer: x (float32) quantized to uint8 with its own range (ONNX
+    DynamicQuantizeLinear), times an int8 weight (K, N) with int32 accumulation, scaled by
+    the per-output-channel weight_scale (N,), plus bias; float32 out."""
+    return call(_S["quantized_linear"], x, weight, weight_scale, bias)
+
+
 def roll(x, /, shift, *, axis=None) -> Tensor:
     """Elements shifted cyclically along axes (flattened when axis is None), as numpy.roll."""
     return call(_S["roll"], x, shift=shift, axis=axis)
@@ -187,6 +194,18 @@ _ACTIVATIONS = {
     "sigmoid": sigmoid,
     "tanh": F.tanh,
 }
+
+
+@decomposition("quantized_linear")
+def _quantized_linear(x, weight, weight_scale, bias=None):
+    lo, hi = (float(r(x).numpy()) if x.size else 0.0 for r in (F.min, F.max))
+    scale, zero = ops.dynamic_qparams(lo, hi)
+    device = x.device
+    q = F.quantize_linear(x, Tensor.from_host(np.asarray(scale), device),
+                          Tensor.from_host(np.asarray(zero, np.uint8), device))
+    acc = F.qmatmul(q, weight, a_zero_point=zero)
+    y = F.astype(acc, dt.float32) * (weight_scale * float(scale))
+    return y if bias is None else y + bias
 
 
 @decomposition("linear")

@@ -505,6 +505,47 @@ declare(
 )
 
 
+def dynamic_qparams(lo: float, hi: float) -> tuple[np.float32, int]:
+    """ONNX DynamicQuantizeLinear's uint8 scale and zero point for data in [lo, hi],
+    in float32 arithmetic: the range is widened to hold 0, scale = range / 255 (1 for an
+    all-zero input), zero point = saturate(rint(-lo / scale))."""
+    lo32, hi32 = np.float32(min(lo, 0.0)), np.float32(max(hi, 0.0))
+    scale = (hi32 - lo32) / np.float32(255)
+    if scale == 0:
+        scale = np.float32(1)
+    return np.float32(scale), int(np.clip(np.rint(-lo32 / scale), 0, 255))
+
+
+def _quantized_linear_meta(x, weight, weight_scale, bias=None):
+    check_dtype("quantized_linear", weight.dtype, (dt.int8,), "weight")
+    check_dtype("quantized_linear", weight_scale.dtype, (dt.float32,), "weight_scale")
+    if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[0]:
+        raise ShapeError(f"quantized_linear: x {tuple(x.shape)} and weight "
+                         f"{tuple(weight.shape)} need x (..., K) and weight (K, N)")
+    n = weight.shape[1]
+    for name, p in (("weight_scale", weight_scale), ("bias", bias)):
+        if p is not None and tuple(p.shape) != (n,):
+            raise ShapeError(f"quantized_linear: {name} {tuple(p.shape)} must be ({n},)")
+    if bias is not None:
+        check_dtype("quantized_linear", bias.dtype, (dt.float32,), "bias")
+    return (*x.shape[:-1], n), dt.float32
+
+
+def _quantized_linear_ref(x, weight, weight_scale, bias=None):
+    x = x.astype(np.float32)
+    scale, zero = dynamic_qparams(float(x.min(initial=0.0)), float(x.max(initial=0.0)))
+    q = np.clip(np.rint(x / scale) + np.float32(zero), 0, 255).astype(np.int32)
+    acc = (q - zero) @ weight.astype(np.int32)
+    y = acc.astype(np.float32) * (scale * weight_scale)
+    return y if bias is None else y + bias
+
+
+declare(
+    "quantized_linear", COMPOSITE, "quant", (dt.float32,), _quantized_linear_ref,
+    _quantized_linear_meta, promote=(), differentiable=False, tolerance=_LOOSE,
+)
+
+
 # -- composites (decompositions live with their public functions in hal/nn.py) -----------
 def _reduce_float_meta(name):
     inner = _reduce_meta(name, _same, empty_ok=False)

@@ -229,11 +229,23 @@ def fft(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
     return Case([draw(arrays(d, tuple(shape), lo=-1, hi=1))], params, draw(_views(1)))
 
 
+_QSIZES = st.integers(1, 8) | st.sampled_from([16, 32])
+
+
 @st.composite
 def quant(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
-    """quantize/dequantize (per tensor or per channel) and qmatmul inputs."""
+    """quantize/dequantize (per tensor or per channel), qmatmul and quantized_linear inputs
+    (sizes include multiples of 4 and 16, the int8 dot-product instructions' blocks)."""
+    if spec.name == "quantized_linear":
+        batch = draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=4))
+        k, n = draw(_QSIZES), draw(_QSIZES)
+        x = draw(arrays(d, (*batch, k), lo=-4, hi=4))
+        w = draw(arrays(dt.int8, (k, n), lo=-127, hi=127))
+        scale = draw(arrays(dt.float32, (n,), lo=0.01, hi=0.1).filter(lambda s: np.all(s > 0)))
+        b = draw(st.none() | arrays(dt.float32, (n,), lo=-1, hi=1))
+        return Case([x, w, scale, b], {}, draw(_views(1)))
     if spec.name == "qmatmul":
-        m, k, n = (draw(st.integers(1, 8)) for _ in range(3))
+        m, k, n = draw(st.integers(1, 8)), draw(_QSIZES), draw(_QSIZES)
         a = draw(arrays(d, (m, k), lo=-128, hi=255))
         b = draw(arrays(dt.int8, (k, n), lo=-128, hi=127))
         info = np.iinfo(d)
