@@ -17,7 +17,7 @@ import numpy as np
 
 from . import dtypes as dt
 from . import ops
-from .errors import FallbackRefused, FallbackWarning, HalError, UnsupportedDType
+from .errors import FallbackRefused, FallbackWarning, HalError, UnsupportedDType, UnsupportedOp
 from .settings import FALLBACK_POLICIES, settings
 from .tensor import Tensor
 
@@ -219,6 +219,10 @@ def _constant(spec: ops.OpSpec, value, dtype, device) -> Tensor:
 
 
 def _without_kernel(spec: ops.OpSpec, device, dtype, args: tuple, params: dict) -> Tensor:
+    why = device.capabilities.unsupported.get(spec.name)
+    if why is not None:
+        raise UnsupportedOp(f"{spec.name}: {device.name} does not support it ({why}); move the "
+                            "operands to a device that does, e.g. .to('cpu')")
     for a in args:
         if a is not None:
             device.check_dtype(a.dtype, spec.name)

@@ -171,6 +171,10 @@ def check_cell(device: Device, spec: ops.OpSpec, d: np.dtype, examples: int = 20
     from hypothesis import HealthCheck, given, settings
 
     start = time.perf_counter()
+    why = device.capabilities.unsupported.get(spec.name)
+    if why is not None:
+        return Cell(spec.name, d.name, UNSUPPORTED, 0, time.perf_counter() - start,
+                    f"{spec.name}: {device.name} declares it unsupported ({why})")
     if not device.supports_dtype(d):
         return _unsupported_cell(device, spec, d, start)
     state = {"n": 0, "fallback": False, "last": None}
