@@ -16,7 +16,7 @@ import numpy as np
 
 import hal
 from hal import dtypes as dt
-from hal import ops
+from hal import host, ops
 
 kernels = hal.KernelTable("cpu")
 
@@ -197,31 +197,13 @@ class CpuDevice(hal.Device):
 
     def _describe(self) -> dict:
         return {
-            "name": _cpu_model(),
+            "name": host.cpu_model(),
             "vendor": platform.machine(),
             "runtime_version": f"numpy {np.__version__}",
-            "memory_bytes": _total_memory(),
+            "memory_bytes": host.memory_bytes(),
             "compute_units": os.cpu_count(),
             "extra": {"blas": _blas()},
         }
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _total_memory() -> int | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def _blas() -> str:
