@@ -3,6 +3,7 @@
     hal devices                      backends, why unavailable, devices, dtypes, op coverage
     hal conformance [--backend B]    certify backends against the op set's reference
     hal bench / report / compare     the benchmark harness and its reports
+    hal tune ...                     and any command a plugin registers (`hal.commands`)
 """
 
 from __future__ import annotations
@@ -53,9 +54,23 @@ def build_parser() -> argparse.ArgumentParser:
             __import__(module, fromlist=["register"]).register(sub)
         except ImportError as e:  # an install without the harness still has the core commands
             print(f"hal: {module} unavailable ({e})", file=sys.stderr)
+    _plugin_commands(sub)
     if "bench" in sub.choices:
         sub.choices["bench"].set_defaults(write_report=write_report)
     return parser
+
+
+def _plugin_commands(sub) -> None:
+    """Subcommands that packages add under the `hal.commands` entry point group (a backend's
+    own tools, e.g. `hal tune`): each entry point is a `register(subparsers)` function."""
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group="hal.commands"):
+        try:
+            point.load()(sub)
+        except Exception as e:  # a broken plugin must not take the core commands down
+            print(f"hal: command {point.name!r} ({point.value}) unavailable: "
+                  f"{type(e).__name__}: {e}", file=sys.stderr)
 
 
 def write_report(results, out_dir) -> int:
