@@ -1,0 +1,154 @@
+"""Elementwise kernels: unary and binary ops with numpy broadcasting, where, casts, and the
+elementwise composites (gelu, silu, sigmoid, relu) as one kernel each.
+
+Half precision (float16, bfloat16) computes in float32 and rounds once, as the reference
+does. Integer power has no kernel (numpy's overflow and negative-exponent rules are not
+worth a TE expression); it falls back.
+"""
+
+from __future__ import annotations
+
+from tvm import te, tirx
+
+from hal import dtypes as dt
+from hal import ops
+
+from . import te_util as tu
+from .table import kernels
+
+_NO_COMPLEX = [d for d in dt.ALL if not dt.is_complex(d)]
+
+
+def _supported(op: str, among=None) -> list:
+    return [d for d in ops.spec(op).dtypes if d in _NO_COMPLEX and (among is None or d in among)]
+
+
+def _unary_expr(name: str, x):
+    if name == "negative":  # 0 - x: TVM writes -x as x * -1, which uint8 cannot hold
+        return tirx.const(0, tu.dtype_of(x)) - x
+    if name == "abs":
+        return te.abs(x)
+    return getattr(te, name)(x)
+
+
+def unary(x: te.Tensor, *, op: str) -> te.Tensor:
+    """A unary op over every element."""
+    d = str(x.dtype)
+    return te.compute(x.shape, lambda *i: _unary_expr(op, tu.lift(x(*i), d)).astype(d),
+                      name="out")
+
+
+def _pick(a, b, larger: bool):
+    """numpy's maximum/minimum: a NaN in either operand wins."""
+    chosen = te.max(a, b) if larger else te.min(a, b)
+    if "float" not in tu.dtype_of(a):
+        return chosen
+    return tirx.Select(te.isnan(a), a, tirx.Select(te.isnan(b), b, chosen))
+
+
+def _binary_expr(name: str, a, b):
+    if name == "add":
+        return a + b
+    if name == "subtract":
+        return a - b
+    if name == "multiply":
+        return a * b
+    if name == "divide":
+        return a / b
+    if name == "power":
+        return te.power(a, b)
+    if name in ("maximum", "minimum"):
+        return _pick(a, b, name == "maximum")
+    return {"equal": a == b, "less": a < b, "greater": a > b}[name]
+
+
+def binary(a: te.Tensor, b: te.Tensor, *, op: str) -> te.Tensor:
+    """A binary op with numpy broadcasting; comparisons give bool."""
+    d = str(a.dtype)
+    shape = tu.broadcast_shape(a.shape, b.shape)
+    out = "bool" if op in ("equal", "less", "greater") else d
+
+    def value(*i):
+        x, y = tu.lift(tu.at(a, i, shape), d), tu.lift(tu.at(b, i, shape), d)
+        if d == "bool":  # TVM 0.27 lowers bool == bool to an fcmp that LLVM rejects
+            x, y = x.astype("int8"), y.astype("int8")
+        return _binary_expr(op, x, y).astype(out)
+
+    return te.compute(shape, value, name="out")
+
+
+def where(c: te.Tensor, x: te.Tensor, y: te.Tensor) -> te.Tensor:
+    """x where c else y, broadcast."""
+    shape = tu.broadcast_shape(c.shape, x.shape, y.shape)
+    return te.compute(shape, lambda *i: tirx.Select(
+        tu.at(c, i, shape), tu.at(x, i, shape), tu.at(y, i, shape)), name="out")
+
+
+def astype(x: te.Tensor, *, dtype: str) -> te.Tensor:
+    """A cast with numpy's rules for bool (nonzero is True)."""
+    src = str(x.dtype)
+
+    def value(*i):
+        v = x(*i)
+        if src == "bool":  # (bool != False lowers to an fcmp LLVM rejects)
+            return v if dtype == "bool" else v.astype("int8").astype(dtype)
+        if dtype == "bool":
+            return v != tirx.const(0, src)
+        if src in tu.HALF and dtype != "float32":
+            v = v.astype("float32")
+        return v.astype(dtype)
+
+    return te.compute(x.shape, value, name="out")
+
+
+def activation(x: te.Tensor, *, op: str, approximate: str = "none") -> te.Tensor:
+    """gelu, silu, sigmoid or relu as one kernel."""
+    d = str(x.dtype)
+
+    def value(*i):
+        v = tu.lift(x(*i), d)
+        if op == "gelu":
+            return tu.gelu(v, approximate).astype(d)
+        return tu.activation(v, op).astype(d)
+
+    return te.compute(x.shape, value, name="out")
+
+
+def _register_unary(name: str) -> None:
+    @kernels.register(name, _supported(name))
+    def kernel(device, x):
+        return device.run(name, unary, [x], op=name)
+
+
+def _register_binary(name: str, among=None) -> None:
+    @kernels.register(name, _supported(name, among))
+    def kernel(device, a, b):
+        return device.run(name, binary, [a, b], op=name)
+
+
+for _name in ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "erf"):
+    _register_unary(_name)
+for _name in ("add", "subtract", "multiply", "divide", "maximum", "minimum", "equal", "less",
+              "greater"):
+    _register_binary(_name)
+_register_binary("power", dt.FLOATS)
+
+
+@kernels.register("where", _supported("where"))
+def _where(device, c, x, y):
+    return device.run("where", where, [c, x, y])
+
+
+@kernels.register("astype", _supported("astype"))
+def _astype(device, x, *, dtype):
+    return device.run("astype", astype, [x], dtype=dt.dtype(dtype).name)
+
+
+def _register_activation(name: str) -> None:
+    @kernels.register(name, _supported(name))
+    def kernel(device, x, **params):
+        return device.run(name, activation, [x], op=name, **params)
+
+
+for _name in ("gelu", "silu", "sigmoid", "relu"):
+    _register_activation(_name)

@@ -1,0 +1,176 @@
+"""int8 kernels: quantize_linear, dequantize_linear (per tensor or per channel), qmatmul
+(int32 accumulation), and quantized_linear as one kernel.
+
+uint8 x int8 products whose K is a multiple of 4 and N of 16 take the VNNI layout: the
+weight is packed as [N/16, K/4, 16, 4] (block "vnni_pack") so that the schedule can
+tensorize the inner 16 x 4 block into one `vpdpbusd` (schedule.py); zero points are
+applied afterwards from row and column sums, so the core product is a plain u8 x s8 sum.
+Other shapes and signed activations accumulate in int32 over an int32-packed weight.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from tvm import te, tirx
+
+from hal import ops
+
+from . import target
+from .device import Array
+from .linalg import as_matrix, product, view
+from .table import kernels
+
+VNNI_COLS, VNNI_K = 16, 4
+
+
+def _channel(p: te.Tensor, i: tuple, axis: int):
+    """A scale or zero point for index i: the scalar, or the entry along the channel axis."""
+    return p() if len(p.shape) == 0 else p(i[axis])
+
+
+def quantize(x: te.Tensor, scale: te.Tensor, zero: te.Tensor, *, axis: int) -> te.Tensor:
+    """saturate(rint(x / scale) + zero_point), divided in float32."""
+    out = str(zero.dtype)
+    lo, hi = (-128.0, 127.0) if out == "int8" else (0.0, 255.0)
+
+    def value(*i):
+        v = x(*i).astype("float32") / _channel(scale, i, axis)
+        q = te.nearbyint(v) + _channel(zero, i, axis).astype("float32")  # ties to even
+        return te.max(te.min(q, tirx.const(hi, "float32")), tirx.const(lo, "float32")).astype(out)
+
+    return te.compute(x.shape, value, name="out")
+
+
+def dequantize(q: te.Tensor, scale: te.Tensor, zero: te.Tensor, *, axis: int) -> te.Tensor:
+    """(q - zero_point) * scale in float32."""
+    def value(*i):
+        diff = q(*i).astype("int32") - _channel(zero, i, axis).astype("int32")
+        return diff.astype("float32") * _channel(scale, i, axis)
+
+    return te.compute(q.shape, value, name="out")
+
+
+def vnni_ok(a_dtype: str, k: int, n: int) -> bool:
+    """True if a u8 x s8 product of this K and N can use the VNNI layout on this CPU."""
+    return (a_dtype == "uint8" and k > 0 and n > 0 and k % VNNI_K == 0 and n % VNNI_COLS == 0
+            and target.has_vnni())
+
+
+def vnni_product(a: te.Tensor, b: te.Tensor) -> te.Tensor:
+    """sum_k a[m, k] * b[k, n] in int32 over b packed [N/16, K/4, 16, 4] (no zero points)."""
+    m, k = (int(s) for s in a.shape)
+    n = int(b.shape[1])
+    r = te.reduce_axis((0, k), name="k")
+    packed = te.compute((n // VNNI_COLS, k // VNNI_K, VNNI_COLS, VNNI_K),
+                        lambda jo, ko, ji, ki: b(ko * VNNI_K + ki, jo * VNNI_COLS + ji),
+                        name="vnni_pack")
+    return te.compute((m, n), lambda i, j: te.sum(
+        a(i, r).astype("int32") *
+        packed(j // VNNI_COLS, r // VNNI_K, j % VNNI_COLS, r % VNNI_K).astype("int32"),
+        axis=r), name="vnni_matmul")
+
+
+def zero_point_corrected(a: te.Tensor, b: te.Tensor, raw: te.Tensor, a_zero, b_zero,
+                         finish) -> te.Tensor:
+    """finish(raw - za * colsum(b) - zb * rowsum(a) + K * za * zb, i, j): the product of
+    zero-point-shifted operands from the product of raw ones."""
+    m, k = (int(s) for s in a.shape)
+    n = int(b.shape[1])
+    rk = te.reduce_axis((0, k), name="rk")
+    rows = te.compute((m,), lambda i: te.sum(a(i, rk).astype("int32"), axis=rk), name="rowsum")
+    ck = te.reduce_axis((0, k), name="ck")
+    cols = te.compute((n,), lambda j: te.sum(b(ck, j).astype("int32"), axis=ck), name="colsum")
+
+    def value(i, j):
+        acc = (raw(i, j) - a_zero * cols(j) - b_zero * rows(i) +
+               tirx.const(k, "int32") * a_zero * b_zero)
+        return finish(acc, i, j)
+
+    return te.compute((m, n), value, name="out")
+
+
+def qmatmul(a: te.Tensor, b: te.Tensor, *, a_zero: int, b_zero: int, vnni: bool) -> te.Tensor:
+    """(a - a_zero) @ (b - b_zero) accumulated in int32."""
+    if not vnni:
+        return product(a, b, "int32", a_zero, b_zero)
+    raw = vnni_product(a, b)
+    if a_zero == 0 and b_zero == 0:
+        return raw
+    za, zb = tirx.const(a_zero, "int32"), tirx.const(b_zero, "int32")
+    return zero_point_corrected(a, b, raw, za, zb, lambda acc, i, j: acc)
+
+
+def quantized_linear(x: te.Tensor, w: te.Tensor, w_scale: te.Tensor, *bias: te.Tensor,
+                     vnni: bool) -> te.Tensor:
+    """The whole dynamic-quantized linear in one kernel: x's range, its uint8 scale and
+    zero point (hal.ops.dynamic_qparams, in float32), the quantized x, the int8 product,
+    the zero-point correction and the float32 rescale + bias."""
+    m, k = (int(s) for s in x.shape)
+    f32 = "float32"
+    rows, cols = te.reduce_axis((0, m), name="rows"), te.reduce_axis((0, k), name="cols")
+    lo = te.compute((), lambda: te.min(x[rows, cols], axis=[rows, cols]), name="lo")
+    rows2, cols2 = te.reduce_axis((0, m), name="rows2"), te.reduce_axis((0, k), name="cols2")
+    hi = te.compute((), lambda: te.max(x[rows2, cols2], axis=[rows2, cols2]), name="hi")
+    zero_f = tirx.const(0, f32)
+    lo0, hi0 = te.min(lo(), zero_f), te.max(hi(), zero_f)
+    raw_scale = (hi0 - lo0) / tirx.const(255, f32)
+    scale = tirx.Select(raw_scale == zero_f, tirx.const(1, f32), raw_scale)
+    zero = te.max(te.min(te.nearbyint(-lo0 / scale), tirx.const(255, f32)), zero_f)
+    quantized = te.compute((m, k), lambda i, j: te.max(te.min(
+        te.nearbyint(x[i, j] / scale) + zero, tirx.const(255, f32)), zero_f).astype("uint8"),
+        name="quantized")
+    raw = vnni_product(quantized, w) if vnni else product(quantized, w, "int32")
+
+    def finish(acc, i, j):
+        y = acc.astype(f32) * (scale * w_scale[j])
+        return y + bias[0][j] if bias else y
+
+    return zero_point_corrected(quantized, w, raw, zero.astype("int32"), tirx.const(0, "int32"),
+                                finish)
+
+
+@kernels.register("quantized_linear")
+def _quantized_linear(device, x, weight, weight_scale, bias=None):
+    shape, _ = ops.spec("quantized_linear").meta(x, weight, weight_scale, bias)
+    rows = math.prod(x.shape[:-1])
+    x2 = Array(device, x.tensor._create_view((rows, x.shape[-1])), (rows, x.shape[-1]), x.dtype)
+    if x.shape[-1] == 0:  # an empty sum: the bias alone (no loops to compile)
+        host = device.download(bias) if bias is not None else np.zeros(shape[-1:], np.float32)
+        return device.upload(np.broadcast_to(host, shape))
+    inputs = [x2, weight, weight_scale] + ([bias] if bias is not None else [])
+    vnni = vnni_ok("uint8", weight.shape[0], weight.shape[1])
+    return view(device, device.run("quantized_linear", quantized_linear, inputs, vnni=vnni),
+                shape)
+
+
+@kernels.register("quantize_linear", [d for d in ops.spec("quantize_linear").dtypes])
+def _quantize(device, x, scale, zero_point, *, axis=-1):
+    ops.spec("quantize_linear").meta(x, scale, zero_point, axis=axis)
+    a = axis % len(x.shape) if len(x.shape) else 0
+    return device.run("quantize_linear", quantize, [x, scale, zero_point], axis=a)
+
+
+@kernels.register("dequantize_linear")
+def _dequantize(device, q, scale, zero_point, *, axis=-1):
+    ops.spec("dequantize_linear").meta(q, scale, zero_point, axis=axis)
+    a = axis % len(q.shape) if len(q.shape) else 0
+    return device.run("dequantize_linear", dequantize, [q, scale, zero_point], axis=a)
+
+
+@kernels.register("qmatmul")
+def _qmatmul(device, a, b, *, a_zero_point=0, b_zero_point=0):
+    shape, _ = ops.spec("qmatmul").meta(a, b, a_zero_point=a_zero_point,
+                                        b_zero_point=b_zero_point)
+    a2 = as_matrix(device, a, False) if len(a.shape) == 1 else a
+    b2 = as_matrix(device, b, True) if len(b.shape) == 1 else b
+    if len(b2.shape) == 2 and len(a2.shape) > 2:  # batch of rows times one matrix
+        rows = math.prod(a2.shape[:-1])
+        a2 = Array(device, a2.tensor._create_view((rows, a2.shape[-1])), (rows, a2.shape[-1]),
+                   a2.dtype)
+    vnni = len(a2.shape) == 2 and len(b2.shape) == 2 and vnni_ok(
+        a2.dtype.name, a2.shape[1], b2.shape[1])
+    out = device.run("qmatmul", qmatmul, [a2, b2], a_zero=int(a_zero_point),
+                     b_zero=int(b_zero_point), vnni=vnni)
+    return view(device, out, shape)

@@ -1,0 +1,5 @@
+"""The TVM backend's kernel table: every kernel module registers into it."""
+
+import hal
+
+kernels = hal.KernelTable("tvm")

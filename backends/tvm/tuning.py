@@ -1,0 +1,259 @@
+"""Autotuning with meta_schedule: a JSON tuning database per target under the cache
+directory, looked up by every compile, filled by `hal tune`.
+
+Workloads are the PrimFuncs the kernels compile (captured by running the hal ops once),
+so what is tuned is exactly what later runs. The database keeps every finished trial
+as it is measured, so an interrupted or time-limited tuning keeps its work.
+
+Two fixes to the installed TVM 0.27 live here: its x86 intrinsics module imports the
+CUDA/ROCm/ARM intrinsic modules too (about 31 s per process, longer than the builder's
+timeout), so those are stubbed before import, in this process and in every builder
+worker; and its VNNI dot-product intrinsic fails LLVM 22 verification (operand types),
+so it is registered again with uint8x64/int8x64 operands.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import sys
+import time
+import types
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import hal
+
+from .target import TargetInfo
+
+_GPU_INTRINSICS = ("cuda", "rocm", "metal", "hexagon", "arm_cpu", "riscv_cpu")
+VNNI_INTRIN = "dot_16x4_vnni"
+BATCH = 16  # trials per search iteration: how long Ctrl-C or a time limit waits at most
+_databases: dict[Path, object] = {}
+
+
+class TuningDatabaseWarning(UserWarning):
+    """A tuning database could not be read; kernels use the default schedule."""
+
+
+def database_dir(info: TargetInfo) -> Path:
+    """Where the tuning database of a target lives."""
+    import tvm
+
+    return hal.settings.cache_dir / "tvm" / f"{info.key}-tvm{tvm.__version__}" / "tuning"
+
+
+def prepare() -> None:
+    """Import TVM's x86 tensor intrinsics quickly and with a VNNI intrinsic LLVM accepts.
+
+    Runs in this process before tuning or applying tuned schedules, and as the
+    initializer of every builder worker.
+    """
+    if "tvm.s_tir.tensor_intrin.x86" in sys.modules and _vnni_fixed():
+        return
+    for name in _GPU_INTRINSICS:
+        sys.modules.setdefault(f"tvm.s_tir.tensor_intrin.{name}",
+                               types.ModuleType(f"tvm.s_tir.tensor_intrin.{name}"))
+    import tvm.s_tir.tensor_intrin  # noqa: F401  (registers the x86 intrinsics)
+
+    _register_vnni()
+
+
+def _vnni_fixed() -> bool:
+    return getattr(sys.modules[__name__], "_vnni_registered", False)
+
+
+def _register_vnni() -> None:
+    from tvm.s_tir import TensorIntrin
+    from tvm.s_tir.tensor_intrin.x86 import dot_product_16x4_u8i8i32_desc
+    from tvm.script import tirx as T
+
+    @T.prim_func(s_tir=True)
+    def vnni_impl(a: T.handle, b: T.handle, c: T.handle) -> None:
+        A = T.match_buffer(a, (4,), "uint8", offset_factor=1)
+        B = T.match_buffer(b, (16, 4), "int8", offset_factor=1)
+        C = T.match_buffer(c, (16,), "int32", offset_factor=1)
+        with T.sblock("root"):
+            T.reads(C[0:16], A[0:4], B[0:16, 0:4])
+            T.writes(C[0:16])
+            a_i32 = T.reinterpret(A.vload([0], "uint8x4"), dtype="int32")
+            C[T.ramp(T.int32(0), 1, 16)] = T.call_llvm_pure_intrin(
+                T.llvm_lookup_intrinsic_id("llvm.x86.avx512.vpdpbusd.512"),
+                C.vload([0], dtype="int32x16"),
+                T.reinterpret(T.broadcast(a_i32, 16), dtype="uint8x64"),
+                B.vload([0, 0], dtype="int8x64"),
+                dtype="int32x16",
+            )
+
+    TensorIntrin.register(VNNI_INTRIN, dot_product_16x4_u8i8i32_desc, vnni_impl, override=True)
+    sys.modules[__name__]._vnni_registered = True
+
+
+def open_database(info: TargetInfo, create: bool = False):
+    """The target's JSONDatabase, or None when there is none (or it cannot be read: a
+    TuningDatabaseWarning names the file, and kernels keep the default schedule)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    directory = database_dir(info)
+    if directory in _databases:
+        return _databases[directory]
+    records = directory / "database_tuning_record.json"
+    workloads = directory / "database_workload.json"
+    if not create and not records.exists():
+        return None
+    prepare()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        db = ms.database.JSONDatabase(path_workload=str(workloads),
+                                      path_tuning_record=str(records), allow_missing=True)
+    except Exception as e:
+        warnings.warn(
+            f"tuning database {directory} cannot be read ({type(e).__name__}: "
+            f"{str(e).splitlines()[0][:300]}); kernels use the default schedule. Delete "
+            f"the directory or run `hal tune` again to rebuild it.", TuningDatabaseWarning,
+            stacklevel=2)
+        db = None
+    _databases[directory] = db
+    return db
+
+
+def forget_databases() -> None:
+    """Drop the databases this process has read (after tuning wrote new records)."""
+    _databases.clear()
+
+
+def lookup(func, info: TargetInfo):
+    """The tuned IRModule of a PrimFunc from the target's database, or None."""
+    db = open_database(info)
+    if db is None:
+        return None
+    from tvm import ir
+
+    mod = ir.IRModule({"main": func})
+    try:
+        sch = db.query_schedule(mod, info.target, workload_name="main")
+    except Exception as e:  # a record from another TVM that no longer applies
+        warnings.warn(f"tuning database {database_dir(info)}: a record could not be applied "
+                      f"({type(e).__name__}); using the default schedule",
+                      TuningDatabaseWarning, stacklevel=2)
+        return None
+    return None if sch is None else sch.mod
+
+
+def runs(info: TargetInfo, last: int = 10) -> list[dict]:
+    """The last `hal tune` runs for a target (from the database's runs.jsonl), newest last."""
+    import json
+
+    try:
+        lines = (database_dir(info) / "runs.jsonl").read_text().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines[-last:]:
+        with contextlib.suppress(ValueError):
+            found.append(json.loads(line))
+    return found
+
+
+@dataclass
+class Outcome:
+    """What a tuning run did: trials measured, seconds, and whether it was cut short."""
+
+    trials: int
+    seconds: float
+    stopped: str | None  # None, "time limit" or "interrupted"
+
+
+class _Stop(Exception):
+    """Raised from the measure callback to end tuning (time limit or Ctrl-C)."""
+
+
+def tune(funcs: list, info: TargetInfo, trials: int, time_limit: float | None = None,
+         progress: Callable[[int], None] | None = None) -> Outcome:
+    """Tune PrimFuncs together for up to `trials` trials (and `time_limit` seconds).
+
+    Records go to the target's database as they are measured; Ctrl-C or the time limit
+    ends tuning with what was found so far.
+    """
+    from tvm import ir
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir import meta_schedule as ms
+
+    prepare()
+    directory = database_dir(info)
+    directory.mkdir(parents=True, exist_ok=True)
+    # meta_schedule logs every step to stdout at the level its logger has before tuning
+    # starts; keep the console to warnings (the full log goes to <database>/logs).
+    logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
+    start = time.perf_counter()
+    done = [0]
+    stop: list[str] = []  # why tuning should end at the next batch: "interrupted", ...
+
+    @derived_object
+    class Progress(ms.measure_callback.PyMeasureCallback):
+        def apply(self, task_scheduler, task_id, candidates, builds, runs) -> None:
+            done[0] += len(candidates)
+            if progress is not None:
+                progress(done[0])
+            if time_limit is not None and time.perf_counter() - start > time_limit:
+                stop.append("time limit")
+            if stop:
+                raise _Stop(stop[0])  # crosses TVM's FFI as a RuntimeError
+
+    mod = ir.IRModule({f"w{i}": f for i, f in enumerate(funcs)})
+    db = ms.database.JSONDatabase(work_dir=str(directory), allow_missing=True)
+    try:
+        with _ctrl_c_requests(stop):
+            ms.tune_tir(
+                mod, info.target, str(directory), max_trials_global=trials * len(funcs),
+                max_trials_per_task=trials, num_trials_per_iter=min(BATCH, trials),
+                builder=ms.builder.LocalBuilder(initializer=prepare, timeout_sec=120),
+                runner=ms.runner.LocalRunner(timeout_sec=60),
+                database=db,
+                measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"),
+                                   Progress()],
+                num_tuning_cores=dict(info.config).get("num-cores", "physical"),
+            )
+    except Exception as e:
+        if not stop:
+            raise hal.HalError(f"tuning failed for {info.key}: {type(e).__name__}: "
+                               f"{str(e)[:1000]}") from e
+    forget_databases()
+    return Outcome(done[0], time.perf_counter() - start, stop[0] if stop else None)
+
+
+@contextlib.contextmanager
+def _ctrl_c_requests(stop: list[str]):
+    """Ctrl-C during tuning asks it to stop after the batch being measured (whose trials
+    are then in the database); a second Ctrl-C interrupts at once."""
+    def request(signum, frame):
+        stop.append("interrupted")
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    try:
+        previous = signal.signal(signal.SIGINT, request)
+    except ValueError:  # not the main thread: Ctrl-C cannot reach this tuning anyway
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def best_seconds(func, info: TargetInfo) -> float | None:
+    """The best measured run time of a PrimFunc in the database, or None."""
+    from tvm import ir
+
+    db = open_database(info)
+    if db is None:
+        return None
+    with contextlib.suppress(Exception):
+        records = db.get_top_k(db.commit_workload(ir.IRModule({"main": func})), 1)
+        if records:
+            secs = [float(s) for s in records[0].run_secs]
+            return sum(secs) / len(secs)
+    return None

@@ -1,0 +1,269 @@
+"""The TVM backend: kernels against the reference, fusion, the kernel cache across
+processes, the default schedule, VNNI code, quantized linear accuracy, tuning and its
+database, and bad input. The op x dtype cells are in tests/conformance.
+
+Processes that compile or tune use their own cache directory (HAL_CACHE_DIR) so that
+what they find on disk is what the test put there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import hal
+
+pytest.importorskip("tvm")
+
+from backends.tvm import schedule, target, tuning
+from backends.tvm.compiler import Compiler
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture(scope="module")
+def dev():
+    """tvm:0, with CPU fallback refused so that every op used must have a kernel."""
+    return hal.device("tvm:0")
+
+
+def _on(dev, a):
+    return hal.asarray(a, device=dev)
+
+
+def _run(code: str, cache, timeout=300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HAL_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, text=True,
+                          capture_output=True, timeout=timeout)
+
+
+def _run_last_line(code: str, cache, timeout=600) -> subprocess.CompletedProcess:
+    """_run, with stdout cut to its last line (what the code printed last)."""
+    done = _run(code, cache, timeout)
+    done.stdout = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    return done
+
+
+def test_capabilities_name_the_target_and_what_is_unsupported(dev):
+    caps = dev.capabilities
+    conf = caps.extra["target"]
+    assert conf["kind"] == "llvm" and conf["num-cores"] == target.cores()
+    assert "mcpu" in conf  # plain "llvm" would compile for generic x86-64
+    assert "complex64" not in caps.dtypes and "complex64" in caps.unsupported
+    assert "fftn" in caps.unsupported and "fftn" not in caps.ops
+    assert {"matmul", "linear", "layer_norm", "softmax", "scaled_dot_product_attention",
+            "qmatmul", "quantized_linear"} <= set(caps.ops)
+
+
+def test_unsupported_op_is_refused_with_its_reason(dev):
+    x = _on(dev, np.ones(4, np.float32))
+    with pytest.raises(hal.UnsupportedOp, match=r"rfftn.*no TVM FFT kernel"):
+        hal.fft.rfft(x)
+
+
+def test_missing_device_names_the_runtime_the_install_lacks():
+    with pytest.raises(hal.BackendUnavailable, match=r"tvm:5 does not exist.*built without"):
+        hal.device("tvm:5")
+
+
+def test_fused_composites_are_one_kernel_each(dev):
+    x = RNG.standard_normal((6, 8)).astype(np.float32)
+    w = RNG.standard_normal((8, 5)).astype(np.float32)
+    b = RNG.standard_normal(5).astype(np.float32)
+    with hal.fallback_policy("error"), hal.placement() as where:
+        out = hal.nn.linear(_on(dev, x), _on(dev, w), _on(dev, b), activation="gelu_tanh")
+    assert list(where.to_dict()["ops"]) == ["linear"]
+    expected = hal.ops.spec("linear").evaluate(x, w, b, activation="gelu_tanh")
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-5)
+    q = RNG.standard_normal((2, 5, 8)).astype(np.float32)
+    with hal.placement() as where:
+        out = hal.nn.scaled_dot_product_attention(*(_on(dev, q),) * 3, causal=True)
+    assert list(where.to_dict()["ops"]) == ["scaled_dot_product_attention"]
+    expected = hal.ops.spec("scaled_dot_product_attention").evaluate(q, q, q, causal=True)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_default_schedule_is_parallel_and_vectorised():
+    from tvm import te
+
+    from backends.tvm import elementwise, linalg
+
+    a, b = (te.placeholder((1 << 16,), "float32", name=f"in{i}") for i in range(2))
+    add = te.create_prim_func([a, b, elementwise.binary(a, b, op="add")])
+    text = schedule.default(add).script()
+    assert "T.parallel" in text and "T.vectorized" in text
+    x, y = (te.placeholder((256, 256), "float32", name=f"in{i}") for i in range(2))
+    mm = te.create_prim_func([x, y, linalg.matmul(x, y)])
+    text = schedule.default(mm).script()
+    assert "T.parallel" in text and "T.vectorized" in text and "T.unroll" in text
+
+
+@pytest.mark.skipif(not target.has_vnni(), reason="the CPU has no AVX-512 VNNI")
+def test_uint8_qmatmul_uses_vnni_and_is_exact(dev):
+    import tvm
+    from tvm import te
+
+    from backends.tvm import quant
+
+    a = te.placeholder((64, 128), "uint8", name="in0")
+    b = te.placeholder((128, 64), "int8", name="in1")
+    func = te.create_prim_func([a, b, quant.qmatmul(a, b, a_zero=3, b_zero=0, vnni=True)])
+    executable = tvm.compile(schedule.default(func), target=target.host().target)
+    assert "vpdpbusd" in executable.mod.inspect_source("asm")
+    ah = RNG.integers(0, 256, (64, 128), dtype=np.uint8)
+    bh = RNG.integers(-128, 128, (128, 64), dtype=np.int8)
+    out = hal.qmatmul(_on(dev, ah), _on(dev, bh), a_zero_point=3, b_zero_point=-5)
+    np.testing.assert_array_equal(out.numpy(), hal.ops.spec("qmatmul").evaluate(
+        ah, bh, a_zero_point=3, b_zero_point=-5))
+
+
+def test_quantized_linear_matches_reference_and_stays_close_to_float32(dev):
+    x = RNG.standard_normal((32, 64)).astype(np.float32)
+    w = RNG.standard_normal((64, 48)).astype(np.float32)
+    scale = np.abs(w).max(axis=0) / 127
+    wq = np.rint(w / scale).astype(np.int8)
+    b = RNG.standard_normal(48).astype(np.float32)
+    with hal.placement() as where:
+        out = hal.nn.quantized_linear(_on(dev, x), _on(dev, wq), _on(dev, scale), _on(dev, b))
+    assert list(where.to_dict()["ops"]) == ["quantized_linear"]
+    expected = hal.ops.spec("quantized_linear").evaluate(x, wq, scale, b)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-4)
+    exact = x @ w + b
+    assert np.linalg.norm(out.numpy() - exact) / np.linalg.norm(exact) < 0.02
+
+
+def test_empty_and_degenerate_shapes(dev):
+    empty = _on(dev, np.zeros((0, 3), np.int8))
+    assert hal.sum(empty).numpy() == 0
+    assert hal.matmul(_on(dev, np.zeros((2, 0), np.float32)),
+                      _on(dev, np.zeros((0, 3), np.float32))).numpy().tolist() == [[0] * 3] * 2
+    x = _on(dev, np.zeros((2, 0), np.float32))
+    w = _on(dev, np.zeros((0, 4), np.int8))
+    out = hal.nn.quantized_linear(x, w, _on(dev, np.ones(4, np.float32)),
+                                  _on(dev, np.arange(4, dtype=np.float32)))
+    assert out.numpy().tolist() == [[0, 1, 2, 3]] * 2
+
+
+def test_second_process_loads_kernels_from_the_cache(tmp_path):
+    code = """
+        import hal, numpy as np, json
+        d = hal.device("tvm:0")
+        x = hal.asarray(np.arange(12, dtype=np.float32).reshape(3, 4), device=d)
+        y = hal.nn.softmax(hal.exp(x) + 1.0)
+        print(json.dumps({"builds": d.compiler.builds, "sum": float(hal.sum(y).numpy())}))
+    """
+    first = _run(code, tmp_path)
+    assert first.returncode == 0, first.stderr
+    second = _run(code, tmp_path)
+    assert second.returncode == 0, second.stderr
+    a, b = json.loads(first.stdout), json.loads(second.stdout)
+    assert a["builds"] >= 3 and b["builds"] == 0
+    assert a["sum"] == pytest.approx(3.0) and b["sum"] == a["sum"]
+
+
+def test_damaged_cache_file_is_rebuilt(tmp_path, dev):
+    compiler = Compiler(dev.info, tmp_path)
+    from backends.tvm import elementwise
+
+    inputs = (((8,), np.dtype("float32")),)
+    first = compiler.kernel("exp", elementwise.unary, inputs, (("op", "exp"),))
+    first.path.write_bytes(b"not a shared library")
+    again = Compiler(dev.info, tmp_path).kernel("exp", elementwise.unary, inputs,
+                                                (("op", "exp"),))
+    assert again.schedule == "default" and again.path == first.path
+    x = hal.asarray(np.ones(8, np.float32), device=dev)
+    out = dev.empty((8,), np.dtype("float32"))
+    again.function(x._data.tensor, out.tensor)
+    np.testing.assert_allclose(out.tensor.numpy(), np.e, rtol=1e-6)
+
+
+def test_corrupt_tuning_database_warns_with_its_path_and_uses_the_default(tmp_path, dev,
+                                                                        monkeypatch):
+    monkeypatch.setattr(hal.settings, "cache_dir", tmp_path)
+    tuning.forget_databases()
+    directory = tuning.database_dir(dev.info)
+    directory.mkdir(parents=True)
+    (directory / "database_workload.json").write_text("this is not json\n")
+    (directory / "database_tuning_record.json").write_text("[1, 2\n")
+    from tvm import te
+
+    a = te.placeholder((64,), "float32", name="in0")
+    func = te.create_prim_func([a, te.compute((64,), lambda i: a[i] * 2, name="out")])
+    try:
+        with pytest.warns(tuning.TuningDatabaseWarning, match=re.escape(str(directory))):
+            assert tuning.lookup(func, dev.info) is None
+    finally:
+        tuning.forget_databases()
+    compiler = Compiler(dev.info, tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tuning.TuningDatabaseWarning)
+        compiled = compiler.build("double", "k", func, tmp_path / "double.so")
+    assert compiled.schedule == "default"
+
+
+def test_tune_cli_rejects_bad_workloads():
+    from hal.cli import main
+
+    assert main(["tune", "--workload", "nosuch"]) == 2
+    assert main(["tune", "--workload", "gemm:12x12"]) == 2
+    assert main(["tune", "--device", "cpu", "--workload", "gemm:8x8x8"]) == 2
+
+
+@pytest.mark.slow
+def test_tuning_is_kept_reused_and_survives_interruption(tmp_path):
+    """A short tuning run: records reach the database, the tuned kernel is rebuilt into the
+    cache and used by the next process; an interrupted run keeps what it measured."""
+    tune = _run_last_line("""
+        import json, sys
+        from rich.console import Console
+        from backends.tvm import cli, workloads
+        spec = workloads.parse("gemm:64x64x64")
+        summary = cli.tune([spec], "tvm:0", 8, None, Console(file=sys.stderr))
+        print(json.dumps(summary))
+    """, tmp_path, timeout=600)
+    assert tune.returncode == 0, tune.stderr[-3000:]
+    summary = json.loads(tune.stdout)
+    assert summary["trials"] >= 8 and summary["stopped"] is None
+    (row,) = summary["kernels"]
+    assert row["status"] == "tuned" and row["tuned_ms"] > 0
+    log = [json.loads(line) for line in open(os.path.join(os.path.dirname(
+        row["file"]), "tuning", "runs.jsonl"))]
+    assert log[-1]["kernels"] == summary["kernels"]
+    reuse = _run("""
+        import hal, numpy as np, json
+        d = hal.device("tvm:0")
+        a = hal.asarray(np.eye(64, dtype=np.float32), device=d)
+        b = hal.asarray(np.arange(64 * 64, dtype=np.float32).reshape(64, 64), device=d)
+        out = hal.matmul(a, b)
+        key = next(iter(d.compiler._memory))
+        print(json.dumps({"builds": d.compiler.builds,
+                          "schedule": d.compiler._memory[key].schedule,
+                          "ok": bool(np.array_equal(out.numpy(), b.numpy()))}))
+    """, tmp_path)
+    assert reuse.returncode == 0, reuse.stderr[-3000:]
+    assert json.loads(reuse.stdout) == {"builds": 0, "schedule": "tuned", "ok": True}
+    interrupted = _run_last_line("""
+        import json, os, signal
+        from tvm import te
+        from backends.tvm import linalg, target, tuning
+        a, b = (te.placeholder((48, 48), "float32", name=f"in{i}") for i in range(2))
+        func = te.create_prim_func([a, b, linalg.matmul(a, b)])
+
+        def stop(done):  # Ctrl-C after the first batch
+            os.kill(os.getpid(), signal.SIGINT)
+
+        outcome = tuning.tune([func], target.host(), 64, progress=stop)
+        print(json.dumps({"stopped": outcome.stopped, "trials": outcome.trials,
+                          "found": tuning.lookup(func, target.host()) is not None}))
+    """, tmp_path, timeout=600)
+    assert interrupted.returncode == 0, interrupted.stderr[-3000:]
+    result = json.loads(interrupted.stdout)
+    assert result["stopped"] == "interrupted" and result["trials"] > 0 and result["found"]
