@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 
@@ -18,6 +19,7 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+@functools.cache
 def cpu_flags() -> frozenset[str]:
     """The CPU's feature flags from /proc/cpuinfo (empty where there is none)."""
     try:

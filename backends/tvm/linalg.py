@@ -97,13 +97,7 @@ def linear(x: te.Tensor, w: te.Tensor, *bias: te.Tensor, activation: str | None)
 
 def as_matrix(device, a: Array, column: bool) -> Array:
     """A 1-d operand as a 1 x K row or K x 1 column (a view)."""
-    shape = (a.shape[0], 1) if column else (1, a.shape[0])
-    return Array(device, a.tensor._create_view(shape), shape, a.dtype)
-
-
-def view(device, out: Array, shape: tuple) -> Array:
-    return out if out.shape == shape else Array(device, out.tensor._create_view(shape),
-                                                shape, out.dtype)
+    return device.view(a, (a.shape[0], 1) if column else (1, a.shape[0]))
 
 
 @kernels.register("matmul", _FLOATS)
@@ -111,17 +105,16 @@ def _matmul(device, a, b):
     shape, _ = ops.spec("matmul").meta(a, b)
     a2 = as_matrix(device, a, False) if len(a.shape) == 1 else a
     b2 = as_matrix(device, b, True) if len(b.shape) == 1 else b
-    return view(device, device.run("matmul", matmul, [a2, b2]), shape)
+    return device.view(device.run("matmul", matmul, [a2, b2]), shape)
 
 
 @kernels.register("linear", _FLOATS)
 def _linear(device, x, weight, bias=None, *, activation=None):
     shape, _ = ops.spec("linear").meta(x, weight, bias, activation=activation)
     rows = math.prod(x.shape[:-1]) if len(x.shape) > 1 else 1
-    x2 = Array(device, x.tensor._create_view((rows, x.shape[-1])), (rows, x.shape[-1]),
-               x.dtype)
+    x2 = device.view(x, (rows, x.shape[-1]))
     inputs = [x2, weight] + ([bias] if bias is not None else [])
-    return view(device, device.run("linear", linear, inputs, activation=activation), shape)
+    return device.view(device.run("linear", linear, inputs, activation=activation), shape)
 
 
 def softmax(x: te.Tensor, *, axis: int, log: bool) -> te.Tensor:
@@ -154,9 +147,9 @@ def _register_softmax(op: str) -> None:
     @kernels.register(op, _FLOATS)
     def kernel(device, x, *, axis=-1):
         if len(x.shape) == 0:
-            x1 = Array(device, x.tensor._create_view((1,)), (1,), x.dtype)
+            x1 = device.view(x, (1,))
             out = device.run(op, softmax, [x1], axis=0, log=op == "log_softmax")
-            return view(device, out, ())
+            return device.view(out, ())
         a = shapes.axis(op, axis, len(x.shape))
         return device.run(op, softmax, [x], axis=a, log=op == "log_softmax")
 

@@ -10,7 +10,6 @@ from tvm import te, tirx
 from hal import dtypes as dt
 from hal import ops
 
-from .device import Array
 from .table import kernels
 
 _NO_COMPLEX = [d for d in dt.ALL if not dt.is_complex(d)]
@@ -93,7 +92,7 @@ def pad(x: te.Tensor, *, pad_width: tuple, mode: str, value) -> te.Tensor:
 @kernels.register("reshape", _NO_COMPLEX)
 def _reshape(device, x, *, shape):
     out_shape, _ = ops.spec("reshape").meta(x, shape=shape)
-    return Array(device, x.tensor._create_view(out_shape), out_shape, x.dtype)
+    return device.view(x, out_shape)
 
 
 @kernels.register("permute_dims", _NO_COMPLEX)

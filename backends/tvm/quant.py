@@ -18,8 +18,7 @@ from tvm import te, tirx
 from hal import ops
 
 from . import target
-from .device import Array
-from .linalg import as_matrix, product, view
+from .linalg import as_matrix, product
 from .table import kernels
 
 VNNI_COLS, VNNI_K = 16, 4
@@ -135,13 +134,13 @@ def quantized_linear(x: te.Tensor, w: te.Tensor, w_scale: te.Tensor, *bias: te.T
 def _quantized_linear(device, x, weight, weight_scale, bias=None):
     shape, _ = ops.spec("quantized_linear").meta(x, weight, weight_scale, bias)
     rows = math.prod(x.shape[:-1])
-    x2 = Array(device, x.tensor._create_view((rows, x.shape[-1])), (rows, x.shape[-1]), x.dtype)
+    x2 = device.view(x, (rows, x.shape[-1]))
     if x.shape[-1] == 0:  # an empty sum: the bias alone (no loops to compile)
         host = device.download(bias) if bias is not None else np.zeros(shape[-1:], np.float32)
         return device.upload(np.broadcast_to(host, shape))
     inputs = [x2, weight, weight_scale] + ([bias] if bias is not None else [])
     vnni = vnni_ok("uint8", weight.shape[0], weight.shape[1])
-    return view(device, device.run("quantized_linear", quantized_linear, inputs, vnni=vnni),
+    return device.view(device.run("quantized_linear", quantized_linear, inputs, vnni=vnni),
                 shape)
 
 
@@ -167,10 +166,9 @@ def _qmatmul(device, a, b, *, a_zero_point=0, b_zero_point=0):
     b2 = as_matrix(device, b, True) if len(b.shape) == 1 else b
     if len(b2.shape) == 2 and len(a2.shape) > 2:  # batch of rows times one matrix
         rows = math.prod(a2.shape[:-1])
-        a2 = Array(device, a2.tensor._create_view((rows, a2.shape[-1])), (rows, a2.shape[-1]),
-                   a2.dtype)
+        a2 = device.view(a2, (rows, a2.shape[-1]))
     vnni = len(a2.shape) == 2 and len(b2.shape) == 2 and vnni_ok(
         a2.dtype.name, a2.shape[1], b2.shape[1])
     out = device.run("qmatmul", qmatmul, [a2, b2], a_zero=int(a_zero_point),
                      b_zero=int(b_zero_point), vnni=vnni)
-    return view(device, out, shape)
+    return device.view(out, shape)
