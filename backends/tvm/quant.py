@@ -1,10 +1,12 @@
 """int8 kernels: quantize_linear, dequantize_linear (per tensor or per channel), qmatmul
-(int32 accumulation), and quantized_linear as one kernel.
+(int32 accumulation), and quantized_linear.
 
 uint8 x int8 products whose K is a multiple of 4 and N of 16 take the VNNI layout: the
 weight is packed as [N/16, K/4, 16, 4] (block "vnni_pack") so that the schedule can
 tensorize the inner 16 x 4 block into one `vpdpbusd` (schedule.py); zero points are
-applied afterwards from row and column sums, so the core product is a plain u8 x s8 sum.
+applied afterwards from row and column sums by a second kernel, so the core product is a
+plain u8 x s8 sum that meta_schedule can tune (it fails on a matmul whose epilogue reads
+other reductions).
 Other shapes and signed activations accumulate in int32 over an int32-packed weight.
 """
 
@@ -71,77 +73,90 @@ def vnni_product(a: te.Tensor, b: te.Tensor) -> te.Tensor:
         axis=r), name="vnni_matmul")
 
 
-def zero_point_corrected(a: te.Tensor, b: te.Tensor, raw: te.Tensor, a_zero, b_zero,
-                         finish) -> te.Tensor:
-    """finish(raw - za * colsum(b) - zb * rowsum(a) + K * za * zb, i, j): the product of
-    zero-point-shifted operands from the product of raw ones."""
-    m, k = (int(s) for s in a.shape)
-    n = int(b.shape[1])
-    rk = te.reduce_axis((0, k), name="rk")
-    rows = te.compute((m,), lambda i: te.sum(a(i, rk).astype("int32"), axis=rk), name="rowsum")
-    ck = te.reduce_axis((0, k), name="ck")
-    cols = te.compute((n,), lambda j: te.sum(b(ck, j).astype("int32"), axis=ck), name="colsum")
-
-    def value(i, j):
-        acc = (raw(i, j) - a_zero * cols(j) - b_zero * rows(i) +
-               tirx.const(k, "int32") * a_zero * b_zero)
-        return finish(acc, i, j)
-
-    return te.compute((m, n), value, name="out")
+def raw_product(a: te.Tensor, b: te.Tensor, *, vnni: bool) -> te.Tensor:
+    """sum_k a[m, k] * b[k, n] in int32, no zero points (VNNI layout when vnni)."""
+    return vnni_product(a, b) if vnni else product(a, b, "int32")
 
 
-def qmatmul(a: te.Tensor, b: te.Tensor, *, a_zero: int, b_zero: int, vnni: bool) -> te.Tensor:
-    """(a - a_zero) @ (b - b_zero) accumulated in int32."""
-    if not vnni:
-        return product(a, b, "int32", a_zero, b_zero)
-    raw = vnni_product(a, b)
-    if a_zero == 0 and b_zero == 0:
-        return raw
+def corrected(a: te.Tensor, b: te.Tensor, raw: te.Tensor, *, a_zero: int,
+              b_zero: int) -> te.Tensor:
+    """(a - a_zero) @ (b - b_zero) from raw = a @ b: raw - za colsum(b) - zb rowsum(a) +
+    K za zb."""
+    k = int(a.shape[1])
     za, zb = tirx.const(a_zero, "int32"), tirx.const(b_zero, "int32")
-    return zero_point_corrected(a, b, raw, za, zb, lambda acc, i, j: acc)
+    rows, cols = _sums(a, 1, "rowsum"), _sums(b, 0, "colsum")
+    return te.compute(raw.shape, lambda i, j: raw(i, j) - za * cols(j) - zb * rows(i) +
+                      tirx.const(k, "int32") * za * zb, name="out")
 
 
-def quantized_linear(x: te.Tensor, w: te.Tensor, w_scale: te.Tensor, *bias: te.Tensor,
-                     vnni: bool) -> te.Tensor:
-    """The whole dynamic-quantized linear in one kernel: x's range, its uint8 scale and
-    zero point (hal.ops.dynamic_qparams, in float32), the quantized x, the int8 product,
-    the zero-point correction and the float32 rescale + bias."""
+def _sums(t: te.Tensor, axis: int, name: str) -> te.Tensor:
+    """int32 sums of a 2-d tensor along an axis."""
+    r = te.reduce_axis((0, int(t.shape[axis])), name=f"{name}_r")
+    if axis == 1:
+        return te.compute((int(t.shape[0]),), lambda i: te.sum(t(i, r).astype("int32"), axis=r),
+                          name=name)
+    return te.compute((int(t.shape[1]),), lambda j: te.sum(t(r, j).astype("int32"), axis=r),
+                      name=name)
+
+
+def qmatmul(a: te.Tensor, b: te.Tensor, *, a_zero: int, b_zero: int) -> te.Tensor:
+    """(a - a_zero) @ (b - b_zero) accumulated in int32 over an int32-packed weight."""
+    return product(a, b, "int32", a_zero, b_zero)
+
+
+def _qparams(x: te.Tensor):
+    """x's uint8 scale and zero point as float32 expressions (hal.ops.dynamic_qparams)."""
     m, k = (int(s) for s in x.shape)
-    f32 = "float32"
-    rows, cols = te.reduce_axis((0, m), name="rows"), te.reduce_axis((0, k), name="cols")
-    lo = te.compute((), lambda: te.min(x[rows, cols], axis=[rows, cols]), name="lo")
-    rows2, cols2 = te.reduce_axis((0, m), name="rows2"), te.reduce_axis((0, k), name="cols2")
-    hi = te.compute((), lambda: te.max(x[rows2, cols2], axis=[rows2, cols2]), name="hi")
-    zero_f = tirx.const(0, f32)
+    f32, zero_f = "float32", tirx.const(0, "float32")
+    r1, c1 = te.reduce_axis((0, m), name="r1"), te.reduce_axis((0, k), name="c1")
+    lo = te.compute((), lambda: te.min(x[r1, c1], axis=[r1, c1]), name="lo")
+    r2, c2 = te.reduce_axis((0, m), name="r2"), te.reduce_axis((0, k), name="c2")
+    hi = te.compute((), lambda: te.max(x[r2, c2], axis=[r2, c2]), name="hi")
     lo0, hi0 = te.min(lo(), zero_f), te.max(hi(), zero_f)
     raw_scale = (hi0 - lo0) / tirx.const(255, f32)
     scale = tirx.Select(raw_scale == zero_f, tirx.const(1, f32), raw_scale)
     zero = te.max(te.min(te.nearbyint(-lo0 / scale), tirx.const(255, f32)), zero_f)
-    quantized = te.compute((m, k), lambda i, j: te.max(te.min(
-        te.nearbyint(x[i, j] / scale) + zero, tirx.const(255, f32)), zero_f).astype("uint8"),
-        name="quantized")
-    raw = vnni_product(quantized, w) if vnni else product(quantized, w, "int32")
+    return scale, zero
 
-    def finish(acc, i, j):
-        y = acc.astype(f32) * (scale * w_scale[j])
+
+def dynamic_quantize(x: te.Tensor) -> te.Tensor:
+    """x quantized to uint8 with its own range (ONNX DynamicQuantizeLinear)."""
+    scale, zero = _qparams(x)
+    f32 = "float32"
+    return te.compute(x.shape, lambda i, j: te.max(te.min(
+        te.nearbyint(x[i, j] / scale) + zero, tirx.const(255, f32)), tirx.const(0, f32))
+        .astype("uint8"), name="out")
+
+
+def dequantized(x: te.Tensor, w: te.Tensor, raw: te.Tensor, w_scale: te.Tensor,
+                *bias: te.Tensor) -> te.Tensor:
+    """(raw - zero * colsum(w)) * scale * w_scale + bias: the product of the quantized x and
+    w in float32 (x's scale and zero point recomputed from x)."""
+    scale, zero = _qparams(x)
+    cols = _sums(w, 0, "colsum")
+
+    def value(i, j):
+        acc = raw(i, j) - zero.astype("int32") * cols(j)
+        y = acc.astype("float32") * (scale * w_scale[j])
         return y + bias[0][j] if bias else y
 
-    return zero_point_corrected(quantized, w, raw, zero.astype("int32"), tirx.const(0, "int32"),
-                                finish)
+    return te.compute(raw.shape, value, name="out")
 
 
 @kernels.register("quantized_linear")
 def _quantized_linear(device, x, weight, weight_scale, bias=None):
+    """Three kernels: quantize x, the int8 product (VNNI where it fits), rescale."""
     shape, _ = ops.spec("quantized_linear").meta(x, weight, weight_scale, bias)
     rows = math.prod(x.shape[:-1])
-    x2 = device.view(x, (rows, x.shape[-1]))
     if x.shape[-1] == 0:  # an empty sum: the bias alone (no loops to compile)
         host = device.download(bias) if bias is not None else np.zeros(shape[-1:], np.float32)
         return device.upload(np.broadcast_to(host, shape))
-    inputs = [x2, weight, weight_scale] + ([bias] if bias is not None else [])
+    x2 = device.view(x, (rows, x.shape[-1]))
+    q = device.run("quantized_linear", dynamic_quantize, [x2])
     vnni = vnni_ok("uint8", weight.shape[0], weight.shape[1])
-    return device.view(device.run("quantized_linear", quantized_linear, inputs, vnni=vnni),
-                shape)
+    raw = device.run("quantized_linear", raw_product, [q, weight], vnni=vnni)
+    inputs = [x2, weight, raw, weight_scale] + ([bias] if bias is not None else [])
+    return device.view(device.run("quantized_linear", dequantized, inputs), shape)
 
 
 @kernels.register("quantize_linear", [d for d in ops.spec("quantize_linear").dtypes])
@@ -160,15 +175,20 @@ def _dequantize(device, q, scale, zero_point, *, axis=-1):
 
 @kernels.register("qmatmul")
 def _qmatmul(device, a, b, *, a_zero_point=0, b_zero_point=0):
+    """One kernel; with VNNI (u8 x s8, K % 4 == 0, N % 16 == 0) the raw product and, for
+    nonzero zero points, a correction kernel."""
     shape, _ = ops.spec("qmatmul").meta(a, b, a_zero_point=a_zero_point,
                                         b_zero_point=b_zero_point)
     a2 = as_matrix(device, a, False) if len(a.shape) == 1 else a
     b2 = as_matrix(device, b, True) if len(b.shape) == 1 else b
     if len(b2.shape) == 2 and len(a2.shape) > 2:  # batch of rows times one matrix
-        rows = math.prod(a2.shape[:-1])
-        a2 = device.view(a2, (rows, a2.shape[-1]))
-    vnni = len(a2.shape) == 2 and len(b2.shape) == 2 and vnni_ok(
-        a2.dtype.name, a2.shape[1], b2.shape[1])
-    out = device.run("qmatmul", qmatmul, [a2, b2], a_zero=int(a_zero_point),
-                     b_zero=int(b_zero_point), vnni=vnni)
+        a2 = device.view(a2, (math.prod(a2.shape[:-1]), a2.shape[-1]))
+    za, zb = int(a_zero_point), int(b_zero_point)
+    if len(a2.shape) == 2 and len(b2.shape) == 2 and vnni_ok(a2.dtype.name, a2.shape[1],
+                                                              b2.shape[1]):
+        out = device.run("qmatmul", raw_product, [a2, b2], vnni=True)
+        if za or zb:
+            out = device.run("qmatmul", corrected, [a2, b2, out], a_zero=za, b_zero=zb)
+    else:
+        out = device.run("qmatmul", qmatmul, [a2, b2], a_zero=za, b_zero=zb)
     return device.view(out, shape)

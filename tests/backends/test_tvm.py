@@ -115,7 +115,7 @@ def test_uint8_qmatmul_uses_vnni_and_is_exact(dev):
 
     a = te.placeholder((64, 128), "uint8", name="in0")
     b = te.placeholder((128, 64), "int8", name="in1")
-    func = te.create_prim_func([a, b, quant.qmatmul(a, b, a_zero=3, b_zero=0, vnni=True)])
+    func = te.create_prim_func([a, b, quant.raw_product(a, b, vnni=True)])
     executable = tvm.compile(schedule.default(func), target=target.host().target)
     assert "vpdpbusd" in executable.mod.inspect_source("asm")
     ah = RNG.integers(0, 256, (64, 128), dtype=np.uint8)
