@@ -24,6 +24,8 @@ def register(subparsers) -> None:
                    help="workload to tune (repeatable; default: gemm, linear_gelu, qmatmul)")
     p.add_argument("--trials", type=_positive, default=64, help="trials per kernel (default 64)")
     p.add_argument("--time-limit", type=float, metavar="S", help="stop tuning after S seconds")
+    p.add_argument("--more", action="store_true",
+                   help="tune kernels that are tuned already too (default: skip them)")
     p.add_argument("--device", default="tvm:0", help="the TVM device to tune for")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.set_defaults(func=tune_command)
@@ -48,12 +50,14 @@ def tune_command(args) -> int:
             console.print(f"{name:18} {'x'.join(map(str, shape)):16} {what}")
         return 0
     specs = [workloads.parse(w) for w in (args.workload or workloads.DEFAULT)]
-    summary = tune(specs, args.device, args.trials, args.time_limit, console)
+    summary = tune(specs, args.device, args.trials, args.time_limit, console, args.more)
     return 130 if summary["stopped"] == "interrupted" else 0
 
 
-def tune(specs, device_name: str, trials: int, time_limit: float | None, console) -> dict:
-    """Capture, tune and rebuild the kernels of `specs`; returns the run's summary."""
+def tune(specs, device_name: str, trials: int, time_limit: float | None, console,
+         more: bool = False) -> dict:
+    """Capture, tune and rebuild the kernels of `specs` (those not tuned yet, unless
+    `more`); returns the run's summary."""
     import hal
     from hal.errors import HalError
 
@@ -70,8 +74,16 @@ def tune(specs, device_name: str, trials: int, time_limit: float | None, console
             workloads.run(spec, device)
             captured.extend((str(spec), w) for w in found[len(captured):])
     unique = {w.key: (label, w) for label, w in captured}
+    tuned = [key for key, (_, w) in unique.items() if compiler.current(w).schedule == "tuned"]
+    if tuned and not more:
+        console.print(f"{len(tuned)} kernel(s) are tuned already and kept (--more tunes "
+                      "them further)")
+        for key in tuned:
+            del unique[key]
     before = {key: _time(compiler, w, device) for key, (_, w) in unique.items()}
     funcs = [w.func for _, w in unique.values()]
+    if not funcs:
+        return {"trials": 0, "stopped": None, "kernels": []}
     console.print(f"tuning {len(funcs)} kernel(s) of {', '.join(map(str, specs))} for "
                   f"{device.info.key}: {trials} trials each"
                   + (f", at most {time_limit:.0f} s" if time_limit else ""))
