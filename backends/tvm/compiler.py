@@ -55,6 +55,7 @@ class Workload:
     """What one compile needs to be repeated or tuned: its identity, PrimFunc and file."""
 
     op: str
+    kernel: str  # the TE builder's name (an op may run several kernels)
     key: str
     func: object
     path: Path
@@ -89,10 +90,11 @@ class Compiler:
         """The kernel this process runs for a captured workload."""
         return self._memory[self._by_identity[workload.key]]
 
-    def rebuild(self, workload: Workload, tuned_mod) -> Compiled:
-        """Build a workload with a tuned schedule, replacing its cached kernel everywhere."""
+    def rebuild(self, workload: Workload, tuned_mod=None) -> Compiled:
+        """Build a workload with a tuned schedule (None: the default one), replacing its
+        cached kernel in memory and on disk."""
         compiled = self.build(workload.op, workload.key, workload.func, workload.path,
-                              tuned_mod=tuned_mod)
+                              tuned_mod=tuned_mod, use_database=False)
         self._memory[self._by_identity[workload.key]] = compiled
         return compiled
 
@@ -114,8 +116,8 @@ class Compiler:
         digest = hashlib.sha1(identity.encode()).hexdigest()[:20]
         path = self.directory / f"{op}-{digest}.so"
         if self._captured is not None:
-            self._captured.append(Workload(op, identity, self.prim_func(op, build, inputs,
-                                                                        params), path))
+            self._captured.append(Workload(op, build.__name__, identity,
+                                           self.prim_func(op, build, inputs, params), path))
         if not self.use_tuned:
             func = self.prim_func(op, build, inputs, params)
             return self._compile(op, func, "default", schedule.default(func))
@@ -140,13 +142,14 @@ class Compiler:
                            f"{_describe(inputs)} {dict(params)}: {type(e).__name__}: {e}") from e
         return te.create_prim_func([*holders, out])
 
-    def build(self, op: str, identity: str, func, path: Path, tuned_mod=None) -> Compiled:
+    def build(self, op: str, identity: str, func, path: Path, tuned_mod=None,
+              use_database: bool = True) -> Compiled:
         """Compile a PrimFunc (tuned module if given, else the tuning database's schedule or
         the default one), export it to `path` and keep it in memory."""
         from . import tuning
 
         how = "tuned"
-        mod = tuned_mod or tuning.lookup(func, self.target)
+        mod = tuned_mod or (tuning.lookup(func, self.target) if use_database else None)
         if mod is None:
             how, mod = "default", schedule.default(func)
         compiled = self._compile(op, func, how, mod)

@@ -104,40 +104,42 @@ def qmatmul(a: te.Tensor, b: te.Tensor, *, a_zero: int, b_zero: int) -> te.Tenso
     return product(a, b, "int32", a_zero, b_zero)
 
 
-def _qparams(x: te.Tensor):
-    """x's uint8 scale and zero point as float32 expressions (hal.ops.dynamic_qparams)."""
+def qparams(x: te.Tensor) -> te.Tensor:
+    """[scale, zero point] of x for uint8 (hal.ops.dynamic_qparams, in float32)."""
     m, k = (int(s) for s in x.shape)
     f32, zero_f = "float32", tirx.const(0, "float32")
     r1, c1 = te.reduce_axis((0, m), name="r1"), te.reduce_axis((0, k), name="c1")
     lo = te.compute((), lambda: te.min(x[r1, c1], axis=[r1, c1]), name="lo")
     r2, c2 = te.reduce_axis((0, m), name="r2"), te.reduce_axis((0, k), name="c2")
     hi = te.compute((), lambda: te.max(x[r2, c2], axis=[r2, c2]), name="hi")
-    lo0, hi0 = te.min(lo(), zero_f), te.max(hi(), zero_f)
-    raw_scale = (hi0 - lo0) / tirx.const(255, f32)
-    scale = tirx.Select(raw_scale == zero_f, tirx.const(1, f32), raw_scale)
-    zero = te.max(te.min(te.nearbyint(-lo0 / scale), tirx.const(255, f32)), zero_f)
-    return scale, zero
+
+    def value(i):
+        lo0, hi0 = te.min(lo(), zero_f), te.max(hi(), zero_f)
+        raw_scale = (hi0 - lo0) / tirx.const(255, f32)
+        scale = tirx.Select(raw_scale == zero_f, tirx.const(1, f32), raw_scale)
+        zero = te.max(te.min(te.nearbyint(-lo0 / scale), tirx.const(255, f32)), zero_f)
+        return tirx.Select(i == 0, scale, zero)
+
+    return te.compute((2,), value, name="out")
 
 
-def dynamic_quantize(x: te.Tensor) -> te.Tensor:
-    """x quantized to uint8 with its own range (ONNX DynamicQuantizeLinear)."""
-    scale, zero = _qparams(x)
+def dynamic_quantize(x: te.Tensor, params: te.Tensor) -> te.Tensor:
+    """x quantized to uint8 with [scale, zero point] (ONNX DynamicQuantizeLinear)."""
     f32 = "float32"
     return te.compute(x.shape, lambda i, j: te.max(te.min(
-        te.nearbyint(x[i, j] / scale) + zero, tirx.const(255, f32)), tirx.const(0, f32))
-        .astype("uint8"), name="out")
+        te.nearbyint(x[i, j] / params[0]) + params[1], tirx.const(255, f32)),
+        tirx.const(0, f32)).astype("uint8"), name="out")
 
 
-def dequantized(x: te.Tensor, w: te.Tensor, raw: te.Tensor, w_scale: te.Tensor,
+def dequantized(w: te.Tensor, raw: te.Tensor, params: te.Tensor, w_scale: te.Tensor,
                 *bias: te.Tensor) -> te.Tensor:
     """(raw - zero * colsum(w)) * scale * w_scale + bias: the product of the quantized x and
-    w in float32 (x's scale and zero point recomputed from x)."""
-    scale, zero = _qparams(x)
+    w in float32."""
     cols = _sums(w, 0, "colsum")
 
     def value(i, j):
-        acc = raw(i, j) - zero.astype("int32") * cols(j)
-        y = acc.astype("float32") * (scale * w_scale[j])
+        acc = raw(i, j) - params[1].astype("int32") * cols(j)
+        y = acc.astype("float32") * (params[0] * w_scale[j])
         return y + bias[0][j] if bias else y
 
     return te.compute(raw.shape, value, name="out")
@@ -145,17 +147,19 @@ def dequantized(x: te.Tensor, w: te.Tensor, raw: te.Tensor, w_scale: te.Tensor,
 
 @kernels.register("quantized_linear")
 def _quantized_linear(device, x, weight, weight_scale, bias=None):
-    """Three kernels: quantize x, the int8 product (VNNI where it fits), rescale."""
+    """Four kernels: x's scale and zero point, quantize x, the int8 product (VNNI where it
+    fits), rescale. Separate so that meta_schedule never computes x's range per element."""
     shape, _ = ops.spec("quantized_linear").meta(x, weight, weight_scale, bias)
     rows = math.prod(x.shape[:-1])
     if x.shape[-1] == 0:  # an empty sum: the bias alone (no loops to compile)
         host = device.download(bias) if bias is not None else np.zeros(shape[-1:], np.float32)
         return device.upload(np.broadcast_to(host, shape))
     x2 = device.view(x, (rows, x.shape[-1]))
-    q = device.run("quantized_linear", dynamic_quantize, [x2])
+    params = device.run("quantized_linear", qparams, [x2])
+    q = device.run("quantized_linear", dynamic_quantize, [x2, params])
     vnni = vnni_ok("uint8", weight.shape[0], weight.shape[1])
     raw = device.run("quantized_linear", raw_product, [q, weight], vnni=vnni)
-    inputs = [x2, weight, raw, weight_scale] + ([bias] if bias is not None else [])
+    inputs = [weight, raw, params, weight_scale] + ([bias] if bias is not None else [])
     return device.view(device.run("quantized_linear", dequantized, inputs), shape)
 
 

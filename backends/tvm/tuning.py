@@ -15,7 +15,9 @@ so it is registered again with uint8x64/int8x64 operands.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import os
 import signal
 import sys
 import time
@@ -60,6 +62,35 @@ def prepare() -> None:
     import tvm.s_tir.tensor_intrin  # noqa: F401  (registers the x86 intrinsics)
 
     _register_vnni()
+
+
+def prepare_worker(log: str) -> None:
+    """A builder worker's initializer: prepare(), with its stderr in the log file."""
+    _stderr_to(log)
+    prepare()
+
+
+def _stderr_to(log: str) -> int:
+    """Point file descriptor 2 at a log file; returns a duplicate of the old one."""
+    saved = os.dup(2)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 2)
+    os.close(fd)
+    return saved
+
+
+@contextlib.contextmanager
+def _quiet_stderr(log: str):
+    """TVM's C++ warnings (one per vectorised loop and failed tensorize of every
+    candidate, thousands per run) go to the log file while tuning, not the terminal."""
+    sys.stderr.flush()
+    saved = _stderr_to(log)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _vnni_fixed() -> bool:
@@ -204,13 +235,16 @@ def tune(funcs: list, info: TargetInfo, trials: int, time_limit: float | None = 
                 raise _Stop(stop[0])  # crosses TVM's FFI as a RuntimeError
 
     mod = ir.IRModule({f"w{i}": f for i, f in enumerate(funcs)})
+    log = str(directory / "tvm-warnings.log")
     db = ms.database.JSONDatabase(work_dir=str(directory), allow_missing=True)
     try:
-        with _ctrl_c_requests(stop):
+        with _ctrl_c_requests(stop), _quiet_stderr(log):
             ms.tune_tir(
                 mod, info.target, str(directory), max_trials_global=trials * len(funcs),
                 max_trials_per_task=trials, num_trials_per_iter=min(BATCH, trials),
-                builder=ms.builder.LocalBuilder(initializer=prepare, timeout_sec=120),
+                builder=ms.builder.LocalBuilder(
+                    initializer=functools.partial(prepare_worker, log),
+                    timeout_sec=120),
                 runner=ms.runner.LocalRunner(timeout_sec=60),
                 database=db,
                 measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"),
