@@ -242,9 +242,10 @@ def tune(funcs: list, info: TargetInfo, trials: int, time_limit: float | None = 
             ms.tune_tir(
                 mod, info.target, str(directory), max_trials_global=trials * len(funcs),
                 max_trials_per_task=trials, num_trials_per_iter=min(BATCH, trials),
+                # A builder worker starts in ~4 s with the stubs; LLVM on an over-unrolled
+                # candidate can take minutes, and such a candidate is never the best.
                 builder=ms.builder.LocalBuilder(
-                    initializer=functools.partial(prepare_worker, log),
-                    timeout_sec=120),
+                    initializer=functools.partial(prepare_worker, log), timeout_sec=30),
                 runner=ms.runner.LocalRunner(timeout_sec=60),
                 database=db,
                 measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"),

@@ -233,7 +233,8 @@ def test_tuning_is_kept_reused_and_survives_interruption(tmp_path):
     summary = json.loads(tune.stdout)
     assert summary["trials"] >= 8 and summary["stopped"] is None
     (row,) = summary["kernels"]
-    assert row["status"] == "tuned" and row["tuned_ms"] > 0
+    assert row["status"] in ("tuned", "default kept (faster)") and row["tuned_ms"] > 0
+    kept = "tuned" if row["status"] == "tuned" else "default"
     log = [json.loads(line) for line in open(os.path.join(os.path.dirname(
         row["file"]), "tuning", "runs.jsonl"))]
     assert log[-1]["kernels"] == summary["kernels"]
@@ -249,7 +250,7 @@ def test_tuning_is_kept_reused_and_survives_interruption(tmp_path):
                           "ok": bool(np.array_equal(out.numpy(), b.numpy()))}))
     """, tmp_path)
     assert reuse.returncode == 0, reuse.stderr[-3000:]
-    assert json.loads(reuse.stdout) == {"builds": 0, "schedule": "tuned", "ok": True}
+    assert json.loads(reuse.stdout) == {"builds": 0, "schedule": kept, "ok": True}
     interrupted = _run_last_line("""
         import json, os, signal
         from tvm import te
