@@ -7,6 +7,7 @@ import math
 from tvm import te, tirx
 
 HALF = ("float16", "bfloat16")
+SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 
 def broadcast_shape(*shapes) -> tuple[int, ...]:
@@ -52,7 +53,7 @@ def gelu(y, approximate: str = "none"):
     """GELU of a float expression (erf form, or the tanh approximation)."""
     d = dtype_of(y)
     if approximate == "tanh":
-        inner = const(math.sqrt(2 / math.pi), d) * (y + const(0.044715, d) * y * y * y)
+        inner = const(SQRT_2_OVER_PI, d) * (y + const(0.044715, d) * y * y * y)
         return const(0.5, d) * y * (const(1, d) + te.tanh(inner))
     return const(0.5, d) * y * (const(1, d) + te.erf(y * const(1 / math.sqrt(2), d)))
 
