@@ -97,6 +97,7 @@ def tune(specs, device_name: str, trials: int, time_limit: float | None, console
         compiler.rebuild(w, mod)
         after = _time(compiler, w, device)
         if after > before[key]:  # the default schedule won: keep it
+            tuning.keep_default(w.func, device.info)
             compiler.rebuild(w)
             rows.append(_row(label, w, before[key], after, "default kept (faster)"))
         else:

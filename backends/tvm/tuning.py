@@ -156,11 +156,30 @@ def forget_databases() -> None:
     _databases.clear()
 
 
+def _default_list(info: TargetInfo) -> Path:
+    return database_dir(info) / "default-schedule-kept.txt"
+
+
+def keep_default(func, info: TargetInfo) -> None:
+    """Record that a PrimFunc runs faster with the default schedule than with its best
+    tuning record: lookup() answers None for it from now on."""
+    from tvm_ffi import structural_hash
+
+    with open(_default_list(info), "a") as f:
+        f.write(f"{structural_hash(func)}\n")
+
+
 def lookup(func, info: TargetInfo):
-    """The tuned IRModule of a PrimFunc from the target's database, or None."""
+    """The tuned IRModule of a PrimFunc from the target's database, or None (none tuned, or
+    the default schedule measured faster)."""
     db = open_database(info)
     if db is None:
         return None
+    from tvm_ffi import structural_hash
+
+    with contextlib.suppress(OSError):
+        if str(structural_hash(func)) in _default_list(info).read_text().split():
+            return None
     from tvm import ir
 
     mod = ir.IRModule({"main": func})
