@@ -168,6 +168,13 @@ def _ort_quantized_linear(x, wq, scale, bias):
     return session.run(None, {"A": x, "B": wq, "scale": scale, "bias": bias})[0]
 
 
+def _quantized_linear_reference(x, wq, scale, bias):
+    """The op's reference on the float32 inputs (quantization is defined in float32; the
+    harness hands references double-precision copies)."""
+    f32 = [np.asarray(a, np.float32) for a in (x, scale, bias)]
+    return hal.ops.spec("quantized_linear").evaluate(f32[0], wq, f32[1], f32[2])
+
+
 def _qmatmul_reference(a, b):
     return hal.ops.spec("qmatmul").evaluate(a, b, a_zero_point=128)
 
@@ -207,7 +214,7 @@ def workloads() -> list[Workload]:
                  _qmatmul_case(m, n, k), _host_peer(_ort_qmatmul), _qmatmul_reference),
     ]
     lparams = {"M": m, "N": n, "K": k, "weight": "int8 per-channel"}
-    reference = hal.ops.spec("quantized_linear").evaluate
+    reference = _quantized_linear_reference
     out += [
         Workload("quantized_linear", lparams, F32, _quantized_linear_case(m, n, k),
                  hal.nn.quantized_linear, reference, tolerance_scale=100.0),
