@@ -123,7 +123,7 @@ def _register_vnni() -> None:
     sys.modules[__name__]._vnni_registered = True
 
 
-def open_database(info: TargetInfo, create: bool = False):
+def open_database(info: TargetInfo):
     """The target's JSONDatabase, or None when there is none (or it cannot be read: a
     TuningDatabaseWarning names the file, and kernels keep the default schedule)."""
     from tvm.s_tir import meta_schedule as ms
@@ -133,16 +133,16 @@ def open_database(info: TargetInfo, create: bool = False):
         return _databases[directory]
     records = directory / "database_tuning_record.json"
     workloads = directory / "database_workload.json"
-    if not create and not records.exists():
+    if not records.exists():
         return None
     prepare()
     try:
-        directory.mkdir(parents=True, exist_ok=True)
         db = ms.database.JSONDatabase(path_workload=str(workloads),
                                       path_tuning_record=str(records), allow_missing=True)
     except Exception as e:
         warnings.warn(
-            f"tuning database {directory} cannot be read ({type(e).__name__}: "
+            f"tuning database {records} (with {workloads.name}) cannot be read "
+            f"({type(e).__name__}: "
             f"{str(e).splitlines()[0][:300]}); kernels use the default schedule. Delete "
             f"the directory or run `hal tune` again to rebuild it.", TuningDatabaseWarning,
             stacklevel=2)
@@ -296,18 +296,3 @@ def _ctrl_c_requests(stop: list[str]):
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def best_seconds(func, info: TargetInfo) -> float | None:
-    """The best measured run time of a PrimFunc in the database, or None."""
-    from tvm import ir
-
-    db = open_database(info)
-    if db is None:
-        return None
-    with contextlib.suppress(Exception):
-        records = db.get_top_k(db.commit_workload(ir.IRModule({"main": func})), 1)
-        if records:
-            secs = [float(s) for s in records[0].run_secs]
-            return sum(secs) / len(secs)
-    return None

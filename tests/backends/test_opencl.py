@@ -78,7 +78,20 @@ def test_device_capabilities(dev):
     assert caps.backend == "opencl" and caps.name and caps.memory_bytes > 0
     assert "bfloat16" not in caps.dtypes and "bfloat16" in caps.unsupported
     assert ("float64" in caps.dtypes) == caps.extra["fp64"]
-    assert set(hal.ops.names()) <= set(caps.ops)  # a kernel for every op of the set
+    # a kernel for every op of the set but quantized_linear, which decomposes on the device
+    assert set(hal.ops.names()) - set(caps.ops) == {"quantized_linear"}
+
+
+def test_quantized_linear_decomposes_on_the_device(dev):
+    x = RNG.standard_normal((4, 8)).astype(np.float32)
+    w = RNG.integers(-127, 128, (8, 16)).astype(np.int8)
+    scale = np.full(16, 0.02, np.float32)
+    with hal.fallback_policy("error"), hal.placement() as where:
+        out = hal.nn.quantized_linear(*(hal.asarray(a, device=dev) for a in (x, w, scale)))
+    assert where.fallbacks == 0 and where.to_dict()["ops"]["quantized_linear"] == {
+        "opencl:0:decomposed": 1}
+    np.testing.assert_allclose(out.numpy(), hal.ops.spec("quantized_linear").evaluate(
+        x, w, scale), rtol=1e-5, atol=1e-5)
 
 
 def test_dtypes_without_fp64_exclude_double():

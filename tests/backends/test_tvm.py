@@ -245,12 +245,16 @@ def test_tuning_is_kept_reused_and_survives_interruption(tmp_path):
         b = hal.asarray(np.arange(64 * 64, dtype=np.float32).reshape(64, 64), device=d)
         out = hal.matmul(a, b)
         key = next(iter(d.compiler._memory))
-        print(json.dumps({"builds": d.compiler.builds,
-                          "schedule": d.compiler._memory[key].schedule,
-                          "ok": bool(np.array_equal(out.numpy(), b.numpy()))}))
+        seen = {"builds": d.compiler.builds, "schedule": d.compiler._memory[key].schedule,
+                "ok": bool(np.array_equal(out.numpy(), b.numpy()))}
+        c = hal.asarray(np.ones((32, 48), np.float32), device=d)  # a shape never tuned
+        seen["untuned_ok"] = bool((hal.matmul(c, c.T).numpy() == 48).all())
+        seen["untuned"] = [v.schedule for k, v in d.compiler._memory.items() if k != key]
+        print(json.dumps(seen))
     """, tmp_path)
     assert reuse.returncode == 0, reuse.stderr[-3000:]
-    assert json.loads(reuse.stdout) == {"builds": 0, "schedule": kept, "ok": True}
+    assert json.loads(reuse.stdout) == {"builds": 0, "schedule": kept, "ok": True,
+                                        "untuned_ok": True, "untuned": ["default"] * 2}
     interrupted = _run_last_line("""
         import json, os, signal
         from tvm import te
