@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from benchmarks.stats import summarize
-from hal import host
 
 SCHEMA_VERSION = "1.0"
 STATUSES = ("ok", "failed", "skipped", "timeout")
@@ -293,15 +292,31 @@ def git_state(repo: Path) -> dict[str, Any] | None:
     return {"commit": commit, "dirty": bool(status.strip())}
 
 
+def _cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo, else what `platform` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def host_info() -> dict[str, Any]:
     """CPU model, logical cores (total and usable), memory bytes, OS and Python version."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        memory = None
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {
-        "cpu": host.cpu_model(),
+        "cpu": _cpu_model(),
         "machine": platform.machine(),
         "cores": os.cpu_count(),
         "usable_cores": usable,
-        "memory_bytes": host.memory_bytes(),
+        "memory_bytes": memory,
         "os": platform.platform(),
         "python": platform.python_version(),
     }

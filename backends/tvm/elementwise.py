@@ -141,7 +141,9 @@ def _where(device, c, x, y):
 
 @kernels.register("astype", _supported("astype"))
 def _astype(device, x, *, dtype):
-    return device.run("astype", astype, [x], dtype=dt.dtype(dtype).name)
+    target = dt.dtype(dtype)
+    device.check_dtype(target, "astype")  # complex: UnsupportedDType naming the device
+    return device.run("astype", astype, [x], dtype=target.name)
 
 
 def _register_activation(name: str) -> None:
