@@ -74,10 +74,11 @@ def tune(specs, device_name: str, trials: int, time_limit: float | None, console
             workloads.run(spec, device)
             captured.extend((str(spec), w) for w in found[len(captured):])
     unique = {w.key: (label, w) for label, w in captured}
-    tuned = [key for key, (_, w) in unique.items() if compiler.current(w).schedule == "tuned"]
+    tuned = [key for key, (_, w) in unique.items() if compiler.current(w).schedule == "tuned"
+             or tuning.default_kept(w.func, device.info)]
     if tuned and not more:
-        console.print(f"{len(tuned)} kernel(s) are tuned already and kept (--more tunes "
-                      "them further)")
+        console.print(f"{len(tuned)} kernel(s) are tuned already (or keep a default schedule "
+                      "that measured faster) and are skipped; --more tunes them further")
         for key in tuned:
             del unique[key]
     before = {key: _time(compiler, w, device) for key, (_, w) in unique.items()}

@@ -169,17 +169,24 @@ def keep_default(func, info: TargetInfo) -> None:
         f.write(f"{structural_hash(func)}\n")
 
 
+def default_kept(func, info: TargetInfo) -> bool:
+    """True if tuning found the default schedule of this PrimFunc faster (keep_default)."""
+    from tvm_ffi import structural_hash
+
+    try:
+        return str(structural_hash(func)) in _default_list(info).read_text().split()
+    except OSError:
+        return False
+
+
 def lookup(func, info: TargetInfo):
     """The tuned IRModule of a PrimFunc from the target's database, or None (none tuned, or
     the default schedule measured faster)."""
     db = open_database(info)
     if db is None:
         return None
-    from tvm_ffi import structural_hash
-
-    with contextlib.suppress(OSError):
-        if str(structural_hash(func)) in _default_list(info).read_text().split():
-            return None
+    if default_kept(func, info):
+        return None
     from tvm import ir
 
     mod = ir.IRModule({"main": func})
