@@ -29,7 +29,6 @@ from .device import (
     Buffer,
     Capabilities,
     Device,
-    KernelTable,
     MemoryStats,
 )
 from .dispatch import decomposition, fallback_counts, fallback_policy, observe, placement
@@ -118,6 +117,7 @@ from .functions import (
     tanh,
     where,
 )
+from .kernels import KernelTable
 from .registry import (
     available_backends,
     backend,

@@ -9,9 +9,8 @@ backend that writes only the hooks; read it first when porting a chip.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +18,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .errors import BackendUnavailable, DeviceError, HalOutOfMemory, UnsupportedDType
+from .kernels import KernelTable
 
 API_VERSION = 1  # bumped when the protocol changes incompatibly; plugins declare theirs
 
@@ -310,46 +310,6 @@ class Device:
 def _bytes(host: np.ndarray) -> memoryview:
     """A flat byte view of a contiguous array (any dtype, empty and 0-d included)."""
     return memoryview(host.reshape(-1).view(np.uint8))
-
-
-Kernel = Callable[..., Any]
-
-
-class KernelTable:
-    """A backend's kernels: op name -> function on device-native arrays, per dtype."""
-
-    def __init__(self, backend: str):
-        self.backend = backend
-        self._entries: dict[tuple[str, np.dtype], tuple[Kernel, bool]] = {}
-
-    def register(self, op: str, dtypes: Iterable | None = None, *, device_arg: bool = True):
-        """Decorator: `fn(device, *natives, **params) -> native` for `op` on `dtypes`.
-
-        dtypes defaults to every dtype the op accepts. With device_arg=False the function
-        takes no device argument (a numpy ufunc, say), which saves a call on the hot path.
-        """
-        from .ops import spec  # the op set is declared once; check names against it
-
-        op_spec = spec(op)
-        chosen = op_spec.dtypes if dtypes is None else tuple(dt.dtype(d) for d in dtypes)
-
-        def decorate(fn: Kernel) -> Kernel:
-            for d in chosen:
-                self._entries[(op_spec.name, d)] = (fn, device_arg)
-            return fn
-
-        return decorate
-
-    def ops(self) -> set[str]:
-        """Names of the ops that have at least one kernel."""
-        return {op for op, _ in self._entries}
-
-    def bind(self, device: Device) -> dict[tuple[str, np.dtype], Kernel]:
-        """The kernels with the device argument bound: (op, dtype) -> callable(*natives)."""
-        return {
-            key: functools.partial(fn, device) if device_arg else fn
-            for key, (fn, device_arg) in self._entries.items()
-        }
 
 
 class Backend:

@@ -1,0 +1,50 @@
+"""Kernel tables: a backend's kernels by (op, dtype), bound to a device when it opens."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as dt
+
+Kernel = Callable[..., Any]
+
+
+class KernelTable:
+    """A backend's kernels: op name -> function on device-native arrays, per dtype."""
+
+    def __init__(self, backend: str):
+        self.backend = backend
+        self._entries: dict[tuple[str, np.dtype], tuple[Kernel, bool]] = {}
+
+    def register(self, op: str, dtypes: Iterable | None = None, *, device_arg: bool = True):
+        """Decorator: `fn(device, *natives, **params) -> native` for `op` on `dtypes`.
+
+        dtypes defaults to every dtype the op accepts. With device_arg=False the function
+        takes no device argument (a numpy ufunc, say), which saves a call on the hot path.
+        """
+        from .ops import spec  # the op set is declared once; check names against it
+
+        op_spec = spec(op)
+        chosen = op_spec.dtypes if dtypes is None else tuple(dt.dtype(d) for d in dtypes)
+
+        def decorate(fn: Kernel) -> Kernel:
+            for d in chosen:
+                self._entries[(op_spec.name, d)] = (fn, device_arg)
+            return fn
+
+        return decorate
+
+    def ops(self) -> set[str]:
+        """Names of the ops that have at least one kernel."""
+        return {op for op, _ in self._entries}
+
+    def bind(self, device) -> dict[tuple[str, np.dtype], Kernel]:
+        """The kernels with the device argument bound: (op, dtype) -> callable(*natives)."""
+        return {
+            key: functools.partial(fn, device) if device_arg else fn
+            for key, (fn, device_arg) in self._entries.items()
+        }
