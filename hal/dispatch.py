@@ -1,13 +1,21 @@
-"""Dispatch: an op call -> the device's kernel, else the composite's decomposition, else the CPU.
+"""Dispatch: `call` prepares an op and hands it to the innermost interpreter of a stack.
 
-The CPU fallback runs the op's numpy reference on host copies under the policy in
-`settings.fallback` (HAL_FALLBACK=error|warn|allow). Every fallback is counted, and a
-`placement()` recorder sees where each op ran and how many bytes crossed to the host.
+Preparing is the same for every interpreter: the operands' device, dtype promotion,
+Python scalars made 0-d constants, and the op's shape/dtype rule (its `meta`). The
+stack starts with the eager interpreter (the device's kernel, else the composite's
+decomposition, else the op's numpy reference on the CPU under `settings.fallback`);
+`observe()` pushes an interpreter that reports every op to a callback (autodiff), and
+`hal.trace` pushes one that records ops and returns symbolic values. An interpreter may
+hand an op on to the one below it (`Interpreter.process`), as JAX's traces do.
+
+Every CPU fallback is counted, and a `placement()` recorder sees where each op ran and
+how many bytes crossed to the host.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -16,15 +24,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import dtypes as dt
-from . import ops
-from .errors import FallbackRefused, FallbackWarning, HalError, UnsupportedDType, UnsupportedOp
+from . import ops, shapes
+from .errors import (
+    FallbackRefused,
+    FallbackWarning,
+    HalError,
+    KernelError,
+    ShapeError,
+    UnsupportedDType,
+    UnsupportedOp,
+)
 from .settings import FALLBACK_POLICIES, settings
 from .tensor import Tensor
 
 _decompositions: dict[str, Callable] = {}
 _accepts: dict[str, frozenset] = {s.name: frozenset(s.dtypes) for s in ops.specs()}
 _recorders: list[Placement] = []
-_observers: list[Callable] = []
 _warned: set[tuple] = set()
 fallback_counts: Counter = Counter()  # (op, device, dtype) -> CPU fallbacks since start
 
@@ -40,6 +55,108 @@ def decomposition(name: str) -> Callable:
     return register
 
 
+# -- interpreters ---------------------------------------------------------------------------
+class Interpreter:
+    """A level of the dispatch stack. `call` hands each prepared op to the innermost one.
+
+    `process` returns (value, how): how is "kernel", "decomposed" or "fallback" from the
+    eager interpreter, or the interpreter's own word (the tracer's is "traced"). The
+    default hands the op to the interpreter below. `enter` is told, outermost first,
+    when a composite is about to run as its decomposition: the ops that follow until the
+    composite is processed belong to it.
+    """
+
+    below: Interpreter | None = None
+
+    def process(self, spec: ops.OpSpec, device, args: tuple, params: dict,
+                out: tuple) -> tuple[Tensor, str]:
+        """Run (or record) one op; out is the (shape, dtype) its meta rule computed."""
+        return self.below.process(spec, device, args, params, out)
+
+    def enter(self, spec: ops.OpSpec, args: tuple, params: dict) -> None:
+        """A composite starts running as its decomposition (default: nothing to do)."""
+
+
+class Eager(Interpreter):
+    """The bottom of the stack: runs each op now, on its device."""
+
+    def process(self, spec, device, args, params, out):
+        """The device's kernel, else the decomposition, else the CPU fallback."""
+        if spec.domain is not None:  # operand values outside the op's domain (int ** -1)
+            spec.domain(*args, **params)
+        key_dtype = args[spec.key].dtype
+        kernel = device._kernels.get((spec.name, key_dtype))
+        if kernel is None:
+            return _without_kernel(spec, device, key_dtype, args, params)
+        if _recorders:
+            _record(spec.name, device, key_dtype, "kernel")
+        if getattr(kernel, "takes_out", False):
+            params = {**params, "out_shape": out[0], "out_dtype": out[1]}
+        try:
+            if len(args) == 1:
+                native = kernel(args[0]._data, **params)
+            elif len(args) == 2 and args[1] is not None:
+                native = kernel(args[0]._data, args[1]._data, **params)
+            else:
+                native = kernel(*[None if a is None else a._data for a in args], **params)
+            shape, dtype = native.shape, native.dtype
+        except HalError:
+            raise
+        except Exception as e:
+            raise KernelError(f"{_where(spec, device, args)}: the kernel raised "
+                              f"{type(e).__name__}: {e}") from e
+        if (shape != out[0] and tuple(shape) != out[0]) or dtype != out[1]:
+            raise KernelError(
+                f"{_where(spec, device, args)}: the kernel returned {getattr(dtype, 'name', dtype)}"
+                f"{tuple(shape)}, the op's rule says {out[1].name}{out[0]}; fix the kernel's "
+                "output (it must have the shape and dtype dispatch passes as out_shape/out_dtype)"
+            )
+        return Tensor._wrap(native, device), "kernel"
+
+
+class Observe(Interpreter):
+    """Hands each op on, then reports it to a callback (the hook autodiff builds on)."""
+
+    def __init__(self, observer: Callable):
+        self.observer = observer
+
+    def process(self, spec, device, args, params, out):
+        """Run the op below, then call observer(spec, args, params, value, how)."""
+        value, how = self.below.process(spec, device, args, params, out)
+        self.observer(spec, args, params, value, how)
+        return value, how
+
+
+EAGER = Eager()
+_stack: list[Interpreter] = [EAGER]
+
+
+@contextlib.contextmanager
+def interpret(interpreter: Interpreter) -> Iterator[Interpreter]:
+    """Make `interpreter` the innermost level of the dispatch stack inside the block."""
+    interpreter.below = _stack[-1]
+    _stack.append(interpreter)
+    try:
+        yield interpreter
+    finally:
+        _stack.remove(interpreter)
+
+
+@contextlib.contextmanager
+def observe(observer: Callable) -> Iterator[None]:
+    """Call `observer(spec, args, params, out, how)` after every op inside the block.
+
+    args are the operands as the op received them (promoted, scalars made tensors); how
+    is "kernel", "decomposed" or "fallback" (or "traced" under a tracer). A decomposed
+    composite is reported after the ops of its decomposition, which are reported too.
+    Observers are called in the order they were added (an outer block's first), so
+    tracers nest. This is the hook that tracing frontends (autodiff) build on.
+    """
+    with interpret(Observe(observer)):
+        yield
+
+
+# -- placement and fallback policy -----------------------------------------------------------
 @dataclass
 class Placement:
     """Where ops ran while recording: (op, device, dtype, how); how: kernel/decomposed/fallback."""
@@ -83,28 +200,6 @@ def fallback_policy(policy: str) -> Iterator[None]:
         settings.fallback = before
 
 
-@contextlib.contextmanager
-def observe(observer: Callable) -> Iterator[None]:
-    """Call `observer(spec, args, params, out, how)` after every op inside the block.
-
-    args are the operands as the op received them (promoted, scalars made tensors); how
-    is "kernel", "decomposed" or "fallback". A decomposed composite is reported after
-    the ops of its decomposition, which are reported too. Observers are called in the
-    order they were added (an outer block's first), so tracers nest. This is the hook
-    that tracing frontends (autodiff, graph capture) build on.
-    """
-    _observers.append(observer)
-    try:
-        yield
-    finally:
-        _observers.remove(observer)
-
-
-def _notify(spec, args, params, out, how) -> None:
-    for o in list(_observers):
-        o(spec, args, params, out, how)
-
-
 def _record(op: str, device, dtype, how: str, moved: int = 0) -> None:
     for r in _recorders:
         r.records.append((op, device.name, dtype.name, how))
@@ -113,11 +208,16 @@ def _record(op: str, device, dtype, how: str, moved: int = 0) -> None:
             r.bytes_moved += moved
 
 
+# -- preparing a call ------------------------------------------------------------------------
+_SCALARS = (bool, int, float, complex, np.generic)
+
+
 def call(spec: ops.OpSpec, *args, **params) -> Tensor:
-    """Run an op on its operands' device (Tensors, Python scalars or None for absent options)."""
+    """Run an op on its operands' device (Tensors, Python scalars, or None for absent options)."""
     device = None
+    scalars = False
     for a in args:
-        if type(a) is Tensor:
+        if isinstance(a, Tensor):
             if device is None:
                 device = a.device
             elif a.device is not device:
@@ -125,37 +225,48 @@ def call(spec: ops.OpSpec, *args, **params) -> Tensor:
                     f"{spec.name}: operands live on different devices ({device.name} and "
                     f"{a.device.name}); move one with .to(device) first"
                 )
+        else:
+            scalars = True
+    if scalars:
+        _check_operands(spec, args)
+    if len(args) <= spec.key:
+        raise ShapeError(f"{spec.name}: needs at least {spec.key + 1} operand(s), got "
+                         f"{len(args)}; {_signature(spec)}")
     if device is None:
         from .registry import default_device
 
         device = default_device()
-    if spec.promote:
-        if not _uniform(spec.promote, args):
-            args = _promote(spec, args, device)
-    elif any(a is not None and type(a) is not Tensor for a in args):
-        args = tuple(
-            a if a is None or type(a) is Tensor else Tensor.from_host(np.asarray(a), device)
-            for a in args
-        )
+    if spec.promote and not _uniform(spec.promote, args):
+        args = _promote(spec, args, device)
+    if scalars:
+        args = tuple(a if a is None or isinstance(a, Tensor) else
+                     _constant(spec, a, dt.default_dtype(a), device) for a in args)
     key_dtype = args[spec.key].dtype
     if key_dtype not in _accepts[spec.name]:
         ops.check_dtype(spec.name, key_dtype, spec.dtypes)
-    spec.meta(*args, **params)
-    kernel = device._kernels.get((spec.name, key_dtype))
-    if kernel is not None:
-        if _recorders:
-            _record(spec.name, device, key_dtype, "kernel")
-        if len(args) == 1:
-            native = kernel(args[0]._data, **params)
-        elif len(args) == 2 and args[1] is not None:
-            native = kernel(args[0]._data, args[1]._data, **params)
-        else:
-            native = kernel(*[None if a is None else a._data for a in args], **params)
-        out = Tensor._wrap(native, device)
-        if _observers:
-            _notify(spec, args, params, out, "kernel")
-        return out
-    return _without_kernel(spec, device, key_dtype, args, params)
+    try:
+        out = spec.meta(*args, **params)
+    except HalError:
+        raise
+    except (TypeError, ValueError, AttributeError, IndexError, KeyError) as e:
+        why = str(e).split("() ", 1)[-1]  # drop the meta function's own name
+        raise HalError(f"{spec.name}: bad arguments ({why}); {_signature(spec)}") from None
+    if len(out[0]) > shapes.MAX_RANK:
+        shapes.check_rank(spec.name, out[0])
+    return _stack[-1].process(spec, device, args, params, out)[0]
+
+
+def _check_operands(spec: ops.OpSpec, args: tuple) -> None:
+    """HalError for an operand that is neither a Tensor, a number, nor an allowed None."""
+    for i, a in enumerate(args):
+        if a is None:
+            if i not in _optional(spec):
+                raise HalError(f"{spec.name}: operand {i} is None; pass a tensor or a number")
+        elif not isinstance(a, (Tensor, *_SCALARS)):
+            raise HalError(
+                f"{spec.name}: operand {i} is a {type(a).__name__}; pass a hal Tensor or a "
+                "Python number (hal.asarray makes a tensor of other data)"
+            )
 
 
 def _uniform(promote: tuple[int, ...], args: tuple) -> bool:
@@ -165,7 +276,7 @@ def _uniform(promote: tuple[int, ...], args: tuple) -> bool:
         if i >= len(args) or args[i] is None:
             continue
         a = args[i]
-        if type(a) is not Tensor:
+        if not isinstance(a, Tensor):
             return False
         if first is None:
             first = a.dtype
@@ -177,8 +288,8 @@ def _uniform(promote: tuple[int, ...], args: tuple) -> bool:
 def _promote(spec: ops.OpSpec, args: tuple, device) -> tuple:
     idx = range(len(args)) if spec.promote == (-1,) else spec.promote
     chosen = [args[i] for i in idx if i < len(args) and args[i] is not None]
-    tensors = [a.dtype for a in chosen if type(a) is Tensor]
-    scalars = [a for a in chosen if type(a) is not Tensor]
+    tensors = [a.dtype for a in chosen if isinstance(a, Tensor)]
+    scalars = [a for a in chosen if not isinstance(a, Tensor)]
     try:
         common = dt.result_type(*tensors, *scalars)
     except UnsupportedDType as e:
@@ -188,7 +299,7 @@ def _promote(spec: ops.OpSpec, args: tuple, device) -> tuple:
         if i >= len(out) or out[i] is None:
             continue
         a = out[i]
-        if type(a) is Tensor:
+        if isinstance(a, Tensor):
             if a.dtype != common:
                 out[i] = call(_ASTYPE, a, dtype=common)
         else:
@@ -218,7 +329,32 @@ def _constant(spec: ops.OpSpec, value, dtype, device) -> Tensor:
     return tensor
 
 
-def _without_kernel(spec: ops.OpSpec, device, dtype, args: tuple, params: dict) -> Tensor:
+_optionals: dict[str, frozenset[int]] = {}
+
+
+def _optional(spec: ops.OpSpec) -> frozenset[int]:
+    """Positions of the operands the op may be given as None (its meta rule defaults them)."""
+    found = _optionals.get(spec.name)
+    if found is None:
+        positional = [p for p in inspect.signature(spec.meta).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        found = _optionals[spec.name] = frozenset(
+            i for i, p in enumerate(positional) if p.default is None)
+    return found
+
+
+def _signature(spec: ops.OpSpec) -> str:
+    """The op's operands and keyword parameters as its meta rule declares them."""
+    return f"it takes {spec.name}{inspect.signature(spec.meta)}"
+
+
+def _where(spec: ops.OpSpec, device, args: tuple) -> str:
+    """'op on device for dtypes shapes': how errors name a call."""
+    operands = ", ".join("None" if a is None else f"{a.dtype.name}{tuple(a.shape)}" for a in args)
+    return f"{spec.name} on {device.name} ({device.backend.name} backend) for {operands}"
+
+
+def _without_kernel(spec: ops.OpSpec, device, dtype, args: tuple, params: dict):
     why = device.capabilities.unsupported.get(spec.name)
     if why is not None:
         raise UnsupportedOp(f"{spec.name}: {device.name} does not support it ({why}); move the "
@@ -228,12 +364,11 @@ def _without_kernel(spec: ops.OpSpec, device, dtype, args: tuple, params: dict) 
             device.check_dtype(a.dtype, spec.name)
     decompose = _decompositions.get(spec.name)
     if decompose is not None:
+        for interpreter in _stack:
+            interpreter.enter(spec, args, params)
         if _recorders:
             _record(spec.name, device, dtype, "decomposed")
-        out = decompose(*args, **params)
-        if _observers:
-            _notify(spec, args, params, out, "decomposed")
-        return out
+        return decompose(*args, **params), "decomposed"
     policy = settings.fallback
     where = f"{spec.name} on {device.name} for {dtype.name}"
     if policy == "error":
@@ -244,16 +379,19 @@ def _without_kernel(spec: ops.OpSpec, device, dtype, args: tuple, params: dict) 
     if policy == "warn" and (spec.name, device.name, dtype) not in _warned:
         _warned.add((spec.name, device.name, dtype))
         warnings.warn(f"{where}: no kernel, running on the CPU (HAL_FALLBACK=warn)",
-                      FallbackWarning, stacklevel=4)
+                      FallbackWarning, stacklevel=5)
     host = [None if a is None else a.numpy() for a in args]
-    result = spec.evaluate(*host, **params)
+    try:
+        result = spec.evaluate(*host, **params)
+    except HalError:
+        raise
+    except Exception as e:
+        raise KernelError(f"{_where(spec, device, args)}: the CPU fallback (the op's numpy "
+                          f"reference) raised {type(e).__name__}: {e}") from e
     fallback_counts[(spec.name, device.name, dtype.name)] += 1
     moved = result.nbytes + sum(h.nbytes for h in host if h is not None)
     _record(spec.name, device, dtype, "fallback", moved)
-    out = Tensor.from_host(result, device)
-    if _observers:
-        _notify(spec, args, params, out, "fallback")
-    return out
+    return Tensor.from_host(result, device), "fallback"
 
 
 _ASTYPE = ops.spec("astype")

@@ -9,6 +9,8 @@ float32/float64 for rfftn) transforms.
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import dtypes as dt
 from . import functions as F
 from . import ops, shapes
@@ -42,6 +44,9 @@ def _resize(op: str, x: Tensor, axes: tuple, sizes) -> Tensor:
         return x
     if len(sizes) != len(axes):
         raise ShapeError(f"{op}: {len(sizes)} sizes for {len(axes)} axes")
+    for n in sizes:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise ShapeError(f"{op}: transform size {n!r} must be an int")
     bounds = [(0, 1, n) for n in x.shape]
     widths = [(0, 0)] * x.ndim
     for a, n in zip(axes, sizes):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -25,6 +26,10 @@ class KernelTable:
 
         dtypes defaults to every dtype the op accepts. With device_arg=False the function
         takes no device argument (a numpy ufunc, say), which saves a call on the hot path.
+        A kernel that declares keyword parameters `out_shape` and `out_dtype` receives the
+        result's shape and dtype as the op's rule computed them (to allocate its output
+        with `device.empty`). Whatever a kernel returns must have that shape and dtype:
+        dispatch checks it, and wraps a kernel's own exception in a KernelError.
         """
         from .ops import spec  # the op set is declared once; check names against it
 
@@ -43,8 +48,24 @@ class KernelTable:
         return {op for op, _ in self._entries}
 
     def bind(self, device) -> dict[tuple[str, np.dtype], Kernel]:
-        """The kernels with the device argument bound: (op, dtype) -> callable(*natives)."""
-        return {
-            key: functools.partial(fn, device) if device_arg else fn
-            for key, (fn, device_arg) in self._entries.items()
-        }
+        """The kernels with the device argument bound: (op, dtype) -> callable(*natives).
+
+        A bound kernel that wants the result's shape and dtype has `takes_out = True`.
+        """
+        bound = {}
+        for key, (fn, device_arg) in self._entries.items():
+            kernel = functools.partial(fn, device) if device_arg else fn
+            if _takes_out(fn):
+                kernel = functools.partial(fn, device) if device_arg else functools.partial(fn)
+                kernel.takes_out = True
+            bound[key] = kernel
+        return bound
+
+
+def _takes_out(fn: Kernel) -> bool:
+    """True when fn declares the keyword parameters out_shape and out_dtype."""
+    try:
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # builtins and ufuncs have no inspectable signature
+        return False
+    return "out_shape" in parameters and "out_dtype" in parameters

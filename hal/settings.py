@@ -19,6 +19,8 @@ class Settings:
     fallback: str = "warn"  # HAL_FALLBACK=error|warn|allow: ops a backend lacks, run on the CPU
     device: str | None = None  # HAL_DEVICE=opencl:0: the default device
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "hal")  # HAL_CACHE_DIR
+    probe_timeout: float = 30.0  # HAL_PROBE_TIMEOUT: seconds a plugin may take to load or probe
+    invalid: str | None = None  # why the environment was refused (the defaults stand in)
 
     @classmethod
     def from_env(cls, environ=None) -> Settings:
@@ -32,12 +34,41 @@ class Settings:
             )
         backends = tuple(b.strip() for b in env.get("HAL_BACKENDS", "").split(",") if b.strip())
         cache = env.get("HAL_CACHE_DIR")
+        timeout = env.get("HAL_PROBE_TIMEOUT", "").strip() or str(cls.probe_timeout)
+        if not _positive_number(timeout):
+            raise HalError(f"HAL_PROBE_TIMEOUT={timeout!r} is not a positive number of seconds; "
+                           "unset it or give e.g. 30")
         return cls(
             backends=backends,
             fallback=fallback,
             device=env.get("HAL_DEVICE") or None,
             cache_dir=Path(cache).expanduser() if cache else cls().cache_dir,
+            probe_timeout=float(timeout),
         )
 
+    @classmethod
+    def from_env_or_defaults(cls) -> Settings:
+        """The environment's settings, or the defaults carrying why the environment is bad.
 
-settings = Settings.from_env()
+        hal must import even when a HAL_* variable is bad, so that the command line can
+        say so in one line; `check()` raises the reason when hal is first used.
+        """
+        try:
+            return cls.from_env()
+        except HalError as e:
+            return cls(invalid=str(e))
+
+    def check(self) -> None:
+        """HalError if the environment's HAL_* variables were refused."""
+        if self.invalid is not None:
+            raise HalError(self.invalid)
+
+
+def _positive_number(text: str) -> bool:
+    try:
+        return float(text) > 0
+    except ValueError:
+        return False
+
+
+settings = Settings.from_env_or_defaults()

@@ -13,6 +13,8 @@ import numpy as np
 
 from .errors import ShapeError
 
+MAX_RANK = 32  # tensors of more axes are refused (numpy's own limit is 64)
+
 
 def axis(op: str, value, ndim: int) -> int:
     """A non-negative axis in range for ndim."""
@@ -101,17 +103,21 @@ def index_bounds(shape: tuple, key) -> tuple[tuple, tuple, tuple]:
 
     Returns (bounds, result_shape, sliced_shape): bounds is one (start, step, count) per
     axis for the `slice` op; result_shape drops int-indexed axes and inserts None axes.
+    Python bools insert one axis where the first stands, as numpy's: of size 1 when all
+    are True, else 0 (which empties the result: the first axis is sliced to nothing).
     """
     key = key if isinstance(key, tuple) else (key,)
+    key = _bools_as_new_axis(shape, key)
     for k in key:
-        if not (k is None or k is Ellipsis or isinstance(k, (slice, int, np.integer))):
+        if not (k is None or k is Ellipsis or k is _EMPTY_AXIS
+                or isinstance(k, (slice, int, np.integer))):
             raise ShapeError(
                 f"index: only basic indexing (ints, slices, None, ...) is supported, got "
                 f"{type(k).__name__}; use hal.where or a gather of your own for the rest"
             )
     if sum(k is Ellipsis for k in key) > 1:
         raise ShapeError("index: at most one Ellipsis (...)")
-    used = sum(k is not None and k is not Ellipsis for k in key)
+    used = sum(k is not None and k is not Ellipsis and k is not _EMPTY_AXIS for k in key)
     if used > len(shape):
         raise ShapeError(f"index: {used} indices for a {len(shape)}-d tensor of shape {shape}")
     if Ellipsis in key:
@@ -121,8 +127,8 @@ def index_bounds(shape: tuple, key) -> tuple[tuple, tuple, tuple]:
         key = key + (slice(None),) * (len(shape) - used)
     bounds, result, dim = [], [], 0
     for k in key:
-        if k is None:
-            result.append(1)
+        if k is None or k is _EMPTY_AXIS:
+            result.append(0 if k is _EMPTY_AXIS else 1)
             continue
         n = shape[dim]
         if isinstance(k, slice):
@@ -136,5 +142,35 @@ def index_bounds(shape: tuple, key) -> tuple[tuple, tuple, tuple]:
                 raise ShapeError(f"index: {i} is out of bounds for axis {dim} of size {n}")
             bounds.append((i % n, 1, 1))
         dim += 1
+    if _EMPTY_AXIS in key:
+        bounds[0] = (0, 1, 0)
     sliced = tuple(c for _, _, c in bounds)
     return tuple(bounds), tuple(result), sliced
+
+
+_EMPTY_AXIS = object()  # in a key: a new axis of size 0 (from a False index)
+
+
+def _bools_as_new_axis(shape: tuple, key: tuple) -> tuple:
+    """key with its Python bools made one new axis at the first: None when all are True,
+    else _EMPTY_AXIS. A False that would empty a 0-d tensor, and bools beside integers
+    (numpy makes them one advanced index), are ShapeErrors."""
+    flags = [i for i, k in enumerate(key) if isinstance(k, (bool, np.bool_))]
+    if not flags:
+        return key
+    if any(isinstance(k, (int, np.integer)) and i not in flags for i, k in enumerate(key)):
+        raise ShapeError("index: Python bools beside integer indices are not supported; "
+                         "index with the integers first, then add the axis with None")
+    empty = not all(key[i] for i in flags)
+    if empty and not shape:
+        raise ShapeError("index: x[False] of a 0-d tensor is not supported; index "
+                         "hal.reshape(x, (1,)) with [:0] instead")
+    axis = _EMPTY_AXIS if empty else None
+    return tuple(axis if i == flags[0] else k for i, k in enumerate(key) if i not in flags[1:])
+
+
+def check_rank(op: str, shape: tuple) -> None:
+    """ShapeError for a shape of more than MAX_RANK axes."""
+    if len(shape) > MAX_RANK:
+        raise ShapeError(f"{op}: {len(shape)} axes exceed hal's limit of {MAX_RANK}; "
+                         "reshape to fewer axes")

@@ -32,6 +32,7 @@ class Tensor:
         """A tensor on `device` holding the numpy array (copied unless the device is the host)."""
         dtype = dt.dtype(array.dtype)
         device.check_dtype(dtype)
+        shapes.check_rank("tensor", array.shape)
         return cls._wrap(device.upload(array), device)
 
     # -- properties -------------------------------------------------------------------
@@ -49,41 +50,6 @@ class Tensor:
     def nbytes(self) -> int:
         """Bytes of the elements."""
         return self.size * self.dtype.itemsize
-
-    @property
-    def T(self) -> Tensor:
-        """The transpose of a 2-d tensor (reversed axes)."""
-        from . import functions
-
-        return functions.permute_dims(self, tuple(reversed(range(self.ndim))))
-
-    @property
-    def mT(self) -> Tensor:
-        """The last two axes swapped."""
-        from . import functions
-
-        return functions.matrix_transpose(self)
-
-    def astype(self, dtype) -> Tensor:
-        """This tensor converted to dtype."""
-        return _f.astype(self, dtype)
-
-    def reshape(self, *shape) -> Tensor:
-        """The same elements in a new shape."""
-        return _f.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
-                          else shape)
-
-    def sum(self, axis=None, keepdims: bool = False) -> Tensor:
-        """Sum over axes."""
-        return _f.sum(self, axis=axis, keepdims=keepdims)
-
-    def max(self, axis=None, keepdims: bool = False) -> Tensor:
-        """Maximum over axes."""
-        return _f.max(self, axis=axis, keepdims=keepdims)
-
-    def min(self, axis=None, keepdims: bool = False) -> Tensor:
-        """Minimum over axes."""
-        return _f.min(self, axis=axis, keepdims=keepdims)
 
     # -- conversion -------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
@@ -162,84 +128,8 @@ class Tensor:
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
         return f"tensor({body}, dtype={self.dtype.name}, device={self.device.name})"
 
-    # -- indexing ---------------------------------------------------------------------
-    def __getitem__(self, key) -> Tensor:
-        from . import functions
-
-        bounds, result_shape, sliced = shapes.index_bounds(self.shape, key)
-        out = self
-        if any(b != (0, 1, n) for b, n in zip(bounds, self.shape)):
-            out = functions.slice(self, bounds)
-        return out if result_shape == sliced else functions.reshape(out, result_shape)
-
+    # -- indexing, operators and methods: bound by hal.functions (its METHODS table) ----
     def __setitem__(self, key, value):
         raise HalError(
             "tensors are immutable: build a new one with hal.where, hal.concat or hal.pad"
         )
-
-    # -- operators --------------------------------------------------------------------
-    def __neg__(self):
-        return _f.negative(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return _f.abs(self)
-
-    def __add__(self, other):
-        return _f.add(self, other)
-
-    def __radd__(self, other):
-        return _f.add(other, self)
-
-    def __sub__(self, other):
-        return _f.subtract(self, other)
-
-    def __rsub__(self, other):
-        return _f.subtract(other, self)
-
-    def __mul__(self, other):
-        return _f.multiply(self, other)
-
-    def __rmul__(self, other):
-        return _f.multiply(other, self)
-
-    def __truediv__(self, other):
-        return _f.divide(self, other)
-
-    def __rtruediv__(self, other):
-        return _f.divide(other, self)
-
-    def __pow__(self, other):
-        return _f.power(self, other)
-
-    def __rpow__(self, other):
-        return _f.power(other, self)
-
-    def __matmul__(self, other):
-        return _f.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return _f.matmul(other, self)
-
-    def __eq__(self, other):
-        return _f.equal(self, other)
-
-    def __ne__(self, other):
-        return _f.not_equal(self, other)
-
-    def __lt__(self, other):
-        return _f.less(self, other)
-
-    def __gt__(self, other):
-        return _f.greater(self, other)
-
-    def __le__(self, other):
-        return _f.less_equal(self, other)
-
-    def __ge__(self, other):
-        return _f.greater_equal(self, other)
-
-
-from . import functions as _f  # noqa: E402  (functions imports Tensor: bound after the class)

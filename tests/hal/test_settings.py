@@ -1,0 +1,38 @@
+"""A bad HAL_* variable: one line from the command line, a HalError on first use from Python."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import hal
+
+
+def _run(*argv, **env):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env})
+
+
+def test_the_command_line_says_a_bad_fallback_policy_in_one_line():
+    done = _run(sys.executable, "-m", "hal.cli", "devices", HAL_FALLBACK="sometimes")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "hal: HAL_FALLBACK='sometimes' is not a policy; set it to one of error, warn, allow"]
+    assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_python_use_raises_the_reason_when_hal_first_opens_a_device():
+    done = _run(sys.executable, "-c", "import hal\ntry:\n    hal.ones(3)\nexcept hal.HalError "
+                "as e:\n    print('refused:', e)", HAL_FALLBACK="sometimes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("refused: HAL_FALLBACK='sometimes' is not a policy")
+
+
+def test_defaults_carry_the_reason_and_check_raises_it():
+    assert type(hal.settings)().invalid is None
+    bad = type(hal.settings)(invalid="HAL_FALLBACK='x' is not a policy")
+    with pytest.raises(hal.HalError, match="HAL_FALLBACK='x'"):
+        bad.check()
