@@ -1,10 +1,15 @@
 """The null backend: the copy-me template for a new chip.
 
 It implements the runtime protocol over host memory (a bytearray per allocation) and
-registers no kernels, so every op runs through decomposition and the CPU fallback.
+registers no kernels, so every op runs through decomposition and the CPU fallback. Every
+hook hal calls is written out below with a "Vendor:" line saying what to put there; the
+ones marked optional keep the base class's behaviour when deleted. README.md ("Add a
+backend") is the same contract in prose, with the table of every op's keyword params.
+
 Copy this file to `mychip_hal/backend.py`, replace each hook with your driver's calls,
 register kernels one op at a time, and watch `hal conformance --backend mychip` move
-ops from `fallback` to `pass`. The entry point in your package's pyproject.toml:
+ops from `fallback` to `pass`. The entry point in your package's pyproject.toml names your
+Backend class, which hal calls with no arguments:
 
     [project.entry-points."hal.backends"]
     mychip = "mychip_hal.backend:MyChipBackend"
@@ -12,26 +17,47 @@ ops from `fallback` to `pass`. The entry point in your package's pyproject.toml:
 
 from __future__ import annotations
 
+import time
+
+import numpy as np
+
 import hal
 
-# Register kernels here: @kernels.register("add") def add(device, a, b): return <native>.
-# A kernel receives device-native arrays (here hal.Buffer: allocation, shape, dtype)
-# and returns one; broadcasting and dtype promotion are already resolved by dispatch.
+# Register kernels here, one op at a time:
+#
+#     @kernels.register("add", hal.FLOATS)
+#     def add(device, a, b, *, out_shape, out_dtype):
+#         out = device.empty(out_shape, out_dtype)   # a kernel returns a new native array
+#         ...launch your kernel on a, b -> out...
+#         return out
+#
+# A kernel receives device-native arrays (here hal.Buffer: allocation, shape, dtype), and
+# None for an absent optional operand. Dispatch has checked shapes and dtypes, promoted the
+# operands to one dtype and made Python scalars 0-d arrays; operands arrive unbroadcast
+# (a binary kernel broadcasts them itself, to out_shape). out_shape/out_dtype are passed
+# only to kernels that declare them. The op's keyword params (axis, keepdims, ...) arrive
+# as given by the user and validated by the op's rule: see README.md, "Per-op params".
+# float16/bfloat16: compute in float32 and round the result once, as the reference does.
 kernels = hal.KernelTable("null")
 
 
 class NullDevice(hal.Device):
     """A device whose memory is host bytearrays; a vendor replaces each hook with driver calls."""
 
+    timer = "host perf_counter after synchronize()"  # Vendor: what your timing events measure
+    oom_errors = (MemoryError,)  # Vendor: your library's out-of-memory exception types
+    max_allocation = None  # Vendor: bytes of the largest single buffer, if below the memory
+
     def __init__(self, backend: hal.Backend, index: int, memory_bytes: int):
         self._memory_bytes = memory_bytes
         super().__init__(backend, index)
 
+    # -- memory, raw: hal's caching allocator pools it and tensors are hal.Buffer -----------
     def _alloc(self, nbytes: int) -> bytearray:
         """Vendor: allocate nbytes of device memory and return your handle (a pointer, an object).
 
-        Raise MemoryError when the device is full: the base class then empties its cache,
-        retries once, and raises HalOutOfMemory with the device's name and sizes.
+        Raise one of `oom_errors` when the device is full: the base class then empties its
+        cache, retries once, and raises HalOutOfMemory with the device's name and sizes.
         """
         return bytearray(nbytes)
 
@@ -46,31 +72,77 @@ class NullDevice(hal.Device):
         """Vendor: copy device memory into host bytes; return when the copy is complete."""
         host[:] = handle[: len(host)]
 
+    # -- memory, a library's own arrays (optional: instead of the four raw hooks) ---------
+    def _empty(self, shape: tuple[int, ...], dtype: np.dtype):
+        """Vendor (optional): a new uninitialised array of your library (cupy.empty, say).
+
+        The base class has checked the size against the device and retries on `oom_errors`.
+        """
+        return super()._empty(shape, dtype)
+
+    def _upload(self, array: np.ndarray):
+        """Vendor (optional): your library's array holding a copy of a host array (any strides)."""
+        return super()._upload(array)
+
+    def _download(self, native) -> np.ndarray:
+        """Vendor (optional): a host numpy array holding a copy of your library's array."""
+        return super()._download(native)
+
+    def _pool_stats(self) -> dict[str, int] | None:
+        """Vendor (optional): your pool's accounting, any of allocated, reserved, peak,
+        allocations, device_allocations (the base class counts what you leave out), or
+        None when the library cannot tell."""
+        return super()._pool_stats()
+
+    def empty_cache(self) -> None:
+        """Vendor (optional): give your pool's cached free blocks back to the device."""
+        super().empty_cache()
+
+    def from_dlpack(self, obj):
+        """Vendor (optional): import a DLPack producer without a copy where your memory can."""
+        return super().from_dlpack(obj)
+
+    # -- runtime -------------------------------------------------------------------------------
     def synchronize(self) -> None:
         """Vendor: block until every queued kernel and copy has finished."""
 
+    def _record_event(self) -> float:
+        """Vendor (optional): record a timing event after the queued work (a device event)."""
+        self.synchronize()
+        return time.perf_counter()
+
+    def _elapsed(self, start: float, end: float) -> float:
+        """Vendor (optional): seconds between two events from _record_event (wait for `end`)."""
+        return end - start
+
     def _describe(self) -> dict:
-        """Vendor: facts read from the device: name, vendor, versions, memory, compute units."""
+        """Vendor: facts read from the device; any of the keys name, vendor, driver_version,
+        runtime_version, memory_bytes, compute_units, extra (a dict of anything else)."""
         return {
             "name": "null device (host memory, no kernels)",
             "vendor": "hal",
             "driver_version": hal.__version__,
+            "runtime_version": None,
             "memory_bytes": self._memory_bytes,
             "compute_units": 1,
+            "extra": {"memory": "host bytearrays"},
         }
 
 
 class NullBackend(hal.Backend):
     """A backend with the runtime protocol and no kernels: every op falls back to the CPU."""
 
-    name = "null"
+    name = "null"  # Vendor: the name users type (hal.device("mychip:0"), --backend mychip)
+    api_version = hal.API_VERSION  # Vendor: the protocol version your plugin implements
     kernels = kernels
+    unsupported: dict[str, str] = {}  # Vendor: dtype or op name -> why your chip lacks it
     memory_bytes = 1 << 30  # what the null device claims to have; the allocator enforces it
 
     def why_unavailable(self) -> str | None:
         """Vendor: return why no device can be opened (driver missing, no hardware), else None.
 
         Keep it cheap: check that the library imports and a device is listed; open nothing.
+        Return a reason rather than raising; hal runs it under a timeout all the same.
         """
         return None
 
@@ -78,6 +150,19 @@ class NullBackend(hal.Backend):
         """Vendor: how many devices the driver lists."""
         return 1
 
+    def _load_kernels(self) -> None:
+        """Vendor (optional): import the kernel modules that import your library at their top
+        (hal calls this once the backend is available), so the plugin loads without it."""
+
     def _open_device(self, index: int) -> NullDevice:
         """Vendor: open device `index` (hal calls this once per index and caches it)."""
         return NullDevice(self, index, self.memory_bytes)
+
+    def unsupported_on(self, device: NullDevice) -> dict[str, str]:
+        """Vendor (optional): gaps that depend on the device (float64 without fp64 units)."""
+        return dict(self.unsupported)
+
+    def dtypes(self, device: NullDevice) -> tuple[np.dtype, ...]:
+        """Vendor (optional, best left alone): every hal dtype not in unsupported_on, so a gap
+        is declared once, with its reason."""
+        return super().dtypes(device)

@@ -1,14 +1,16 @@
 """The runtime protocol: Backend, Device, Capabilities, MemoryStats, events, kernel tables.
 
-Public methods live here, over small private hooks that a backend writes
-(`_alloc`, `_free`, `_copy_in`, `_copy_out`, `synchronize`, `_describe`), so pooling,
-accounting, out-of-memory text and timing are written once. `backends/null.py` is a
-backend that writes only the hooks; read it first when porting a chip.
+Public methods live here, over small private hooks that a backend writes (raw memory:
+`_alloc`, `_free`, `_copy_in`, `_copy_out`; or a library's arrays: `_empty`, `_upload`,
+`_download`, `_pool_stats`; and `synchronize`, `_describe`), so pooling, accounting,
+out-of-memory text, timing and the guard against failing plugins are written once.
+`backends/null.py` is a backend that shows every hook; read it first when porting a chip.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,7 +19,14 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dt
-from .errors import BackendUnavailable, DeviceError, HalOutOfMemory, UnsupportedDType
+from .errors import (
+    BackendUnavailable,
+    DeviceError,
+    HalError,
+    HalOutOfMemory,
+    ShapeError,
+    UnsupportedDType,
+)
 from .kernels import KernelTable
 
 API_VERSION = 1  # bumped when the protocol changes incompatibly; plugins declare theirs
@@ -117,9 +126,20 @@ def size_class(nbytes: int) -> int:
 
 
 class Device:
-    """One opened device of a backend. Backends subclass it and write the private hooks."""
+    """One opened device of a backend. Backends subclass it and write the private hooks.
+
+    Memory comes through one of two sets of hooks. A raw-memory device writes `_alloc`,
+    `_free`, `_copy_in` and `_copy_out`, and hal's caching allocator pools it (tensors are
+    `hal.Buffer`s). A device whose library has its own arrays (numpy, pyopencl, cupy, TVM)
+    writes `_empty`, `_upload`, `_download`, `_pool_stats` and `empty_cache` instead, and
+    names the library's out-of-memory exceptions in `oom_errors`. Either way the public
+    `empty`, `upload`, `download` and `memory_stats` check sizes, count, retry once after
+    emptying the cache, and word `HalOutOfMemory` in one place.
+    """
 
     timer = "host perf_counter after synchronize()"  # what record_event/elapsed measure
+    oom_errors: tuple[type[BaseException], ...] = (MemoryError,)  # "memory is full" exceptions
+    max_allocation: int | None = None  # bytes of the largest single allocation, if smaller
 
     def __init__(self, backend: Backend, index: int = 0):
         self.backend = backend
@@ -129,12 +149,14 @@ class Device:
         self._allocated = self._reserved = self._peak = 0
         self._allocations = self._device_allocations = 0
         self._capabilities: Capabilities | None = None
+        self._limit: int | None = None  # bytes of the largest allocation that can fit
+        self._dtypes: frozenset[np.dtype] | None = None
         self._kernels = backend.kernels.bind(self) if backend.kernels else {}
 
     def __repr__(self) -> str:
         return f"<hal.Device {self.name}>"
 
-    # -- hooks a backend writes ---------------------------------------------------------
+    # -- hooks of a raw-memory device -----------------------------------------------------
     def _alloc(self, nbytes: int) -> Any:
         """Allocate raw device memory, return a handle; raise MemoryError when it does not fit."""
         raise DeviceError(f"{self.name}: this backend has no raw memory allocator")
@@ -150,6 +172,41 @@ class Device:
         """Copy device memory into host bytes (blocking)."""
         raise DeviceError(f"{self.name}: this backend has no device-to-host copy")
 
+    # -- hooks of a device with its own array type (defaults: over the raw hooks) ----------
+    def _empty(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+        """A new uninitialised device-native array (default: a Buffer from the allocator)."""
+        return Buffer(self, self.alloc(math.prod(shape) * dtype.itemsize), shape, dtype)
+
+    def _upload(self, array: np.ndarray) -> Any:
+        """A device-native array holding a copy of a host array (any strides)."""
+        array = np.asarray(array, order="C")  # keeps 0-d arrays 0-d
+        out = self._empty(array.shape, array.dtype)
+        self.copy_in(out.allocation, array)
+        return out
+
+    def _download(self, native: Any) -> np.ndarray:
+        """A host numpy array holding a copy of a device-native array."""
+        out = np.empty(native.shape, native.dtype)
+        self.copy_out(out, native.allocation)
+        return out
+
+    def _pool_stats(self) -> dict[str, int] | None:
+        """What the memory pool knows: any of allocated, reserved, peak, allocations,
+        device_allocations (keys left out are counted by the base class); None when the
+        library keeps no accounting (default: the caching allocator's)."""
+        return {"allocated": self._allocated, "reserved": self._reserved,
+                "allocations": self._allocations,
+                "device_allocations": self._device_allocations}
+
+    def empty_cache(self) -> None:
+        """Give every cached (free) block back to the device."""
+        for bucket in self._cache.values():
+            for allocation in bucket:
+                self._free(allocation.handle)
+                self._reserved -= allocation.size
+        self._cache.clear()
+
+    # -- hooks of every device ----------------------------------------------------------
     def synchronize(self) -> None:
         """Block until all work queued on the device has finished."""
 
@@ -166,23 +223,98 @@ class Device:
         """Seconds between two marks from `_record_event`."""
         return end - start
 
-    # -- tensors' storage (backends with their own array type override both) ----------------
+    # -- tensors' storage -------------------------------------------------------------------
+    def empty(self, shape, dtype) -> Any:
+        """A new uninitialised device-native array; HalOutOfMemory when it cannot fit."""
+        shape = tuple(int(n) for n in shape)
+        dtype = dt.dtype(dtype)
+        if any(n < 0 for n in shape):
+            raise ShapeError(f"empty on {self.name}: negative size in shape {shape}")
+        self.check_dtype(dtype, "empty")
+        return self._allocating("empty", math.prod(shape) * dtype.itemsize, self._empty,
+                                shape, dtype)
+
     def upload(self, array: np.ndarray) -> Any:
-        """A device-native array holding a copy of a host array."""
-        array = np.asarray(array, order="C")  # keeps 0-d arrays 0-d
-        allocation = self.alloc(array.nbytes)
-        self.copy_in(allocation, array)
-        return Buffer(self, allocation, array.shape, array.dtype)
+        """A device-native array holding a copy of a host array (the host device may share it)."""
+        array = np.asarray(array)
+        return self._allocating("upload", array.nbytes, self._upload, array)
 
     def download(self, native: Any) -> np.ndarray:
-        """A host numpy array holding a copy of a device-native array."""
-        out = np.empty(native.shape, native.dtype)
-        self.copy_out(out, native.allocation)
-        return out
+        """A host numpy array holding the values of a device-native array."""
+        return self._download(native)
 
     def from_dlpack(self, obj: Any) -> Any:
         """A device-native array from a DLPack producer (default: through host memory)."""
         return self.upload(np.from_dlpack(obj))
+
+    def check_fits(self, shape, dtype, op: str = "tensor") -> None:
+        """Raise HalOutOfMemory if a tensor of this shape and dtype can never fit the device
+        (so creation refuses before it builds a host array)."""
+        self._check_room(math.prod(int(n) for n in shape) * dt.dtype(dtype).itemsize, op)
+
+    def _check_room(self, nbytes: int, op: str) -> None:
+        if self._limit is None:
+            total = self.capabilities.memory_bytes
+            self._limit = min(n for n in (total, self.max_allocation, 1 << 62) if n is not None)
+        if nbytes > self._limit:
+            largest = self.max_allocation
+            why = (f"the device's largest buffer is {largest:,} bytes"
+                   if largest is not None and nbytes > largest else
+                   "more than the device's memory")
+            raise self.out_of_memory(f"allocating {nbytes:,} bytes for {op}", why)
+
+    def _allocating(self, op: str, nbytes: int, make: Callable, *args) -> Any:
+        """make(*args) under the one memory policy: refuse what cannot fit; on one of
+        `oom_errors` empty the cache and retry once, then HalOutOfMemory; count it."""
+        self._check_room(nbytes, op)
+
+        def doing() -> str:
+            return f"allocating {nbytes:,} bytes for {op}"
+
+        before = self._pool_stats()
+        if before is None:  # the library keeps no accounting: nothing more to check or count
+            return self.retrying(doing, make, *args)
+        total = self.capabilities.memory_bytes
+        if total is not None and before["allocated"] + nbytes > total:
+            self.empty_cache()
+            raise self.out_of_memory(doing(), "the live tensors and this one exceed the memory")
+        native = self.retrying(doing, make, *args)
+        after = self._pool_stats()
+        self._allocations += "allocations" not in after
+        self._device_allocations += ("device_allocations" not in after
+                                     and after["reserved"] > before["reserved"])
+        self._peak = max(self._peak, after["allocated"])
+        return native
+
+    def retrying(self, doing: Callable[[], str], fn: Callable, /, *args, **kwargs) -> Any:
+        """fn(*args, **kwargs); on one of `oom_errors` the cache is emptied and fn retried
+        once, then HalOutOfMemory saying what was being done (`doing()`, called only then)."""
+        try:
+            return fn(*args, **kwargs)
+        except HalOutOfMemory:
+            raise
+        except self.oom_errors:
+            pass  # leave the except block first, so its traceback frees the temporaries
+        self.empty_cache()
+        try:
+            return fn(*args, **kwargs)
+        except HalOutOfMemory:
+            raise
+        except self.oom_errors as e:
+            why = f"{type(e).__name__}: {e}"
+        self.empty_cache()
+        raise self.out_of_memory(doing(), why) from None
+
+    def out_of_memory(self, doing: str, why: str) -> HalOutOfMemory:
+        """The out-of-memory error: device, what was asked, what is allocated, what to do."""
+        stats = self.memory_stats()
+        total = "unknown" if stats.total is None else f"{stats.total:,}"
+        held = "" if stats.allocated is None else (
+            f"{stats.allocated:,} bytes allocated, {stats.reserved or 0:,} reserved, ")
+        return HalOutOfMemory(
+            f"{self.name}: out of memory {doing}: {why} ({held}device total {total}). "
+            "Free tensors, use smaller shapes, or pick a device with more memory."
+        )
 
     # -- public protocol ------------------------------------------------------------------
     @property
@@ -203,7 +335,9 @@ class Device:
 
     def supports_dtype(self, dtype: np.dtype) -> bool:
         """True if tensors of this dtype can live and compute on the device."""
-        return dtype.name in self.capabilities.dtypes
+        if self._dtypes is None:
+            self._dtypes = frozenset(self.backend.dtypes(self))
+        return dtype in self._dtypes
 
     def check_dtype(self, dtype: np.dtype, op: str = "tensor") -> None:
         """Raise UnsupportedDType if the device cannot hold or compute this dtype."""
@@ -215,7 +349,7 @@ class Device:
             )
 
     def alloc(self, nbytes: int) -> Allocation:
-        """Allocate device memory through the cache; HalOutOfMemory if it cannot fit."""
+        """Allocate raw device memory through the cache; HalOutOfMemory if it cannot fit."""
         size = size_class(nbytes)
         bucket = self._cache.get(size)
         if bucket:
@@ -231,34 +365,18 @@ class Device:
         return allocation
 
     def _alloc_or_oom(self, size: int, nbytes: int) -> Any:
+        doing = f"allocating {nbytes:,} bytes (size class {size:,})"
         total = self.capabilities.memory_bytes
-        for attempt in range(2):
-            if total is None or self._reserved + size <= total:
-                try:
-                    return self._alloc(size)
-                except MemoryError:
-                    pass
-            if attempt == 0:
-                self.empty_cache()
-        raise HalOutOfMemory(
-            f"{self.name}: out of memory allocating {nbytes:,} bytes (size class {size:,}); "
-            f"{self._allocated:,} bytes allocated, {self._reserved:,} reserved, "
-            f"device total {'unknown' if total is None else f'{total:,}'}. "
-            "Free tensors, use smaller shapes, or pick a device with more memory."
-        )
+        if total is not None and self._reserved + size > total:
+            self.empty_cache()
+            if self._reserved + size > total:
+                raise self.out_of_memory(doing, "the device memory is full")
+        return self.retrying(lambda: doing, self._alloc, size)
 
     def free(self, allocation: Allocation) -> None:
         """Return an allocation to the cache for reuse."""
         self._allocated -= allocation.size
         self._cache.setdefault(allocation.size, []).append(allocation)
-
-    def empty_cache(self) -> None:
-        """Give every cached (free) block back to the device."""
-        for bucket in self._cache.values():
-            for allocation in bucket:
-                self._free(allocation.handle)
-                self._reserved -= allocation.size
-        self._cache.clear()
 
     def copy_in(self, allocation: Allocation, host: np.ndarray) -> None:
         """Copy a contiguous host array into an allocation."""
@@ -280,19 +398,19 @@ class Device:
             )
 
     def memory_stats(self) -> MemoryStats:
-        """Memory accounting of the caching allocator."""
-        return MemoryStats(
-            allocated=self._allocated,
-            reserved=self._reserved,
-            peak=self._peak,
-            allocations=self._allocations,
-            device_allocations=self._device_allocations,
-            total=self.capabilities.memory_bytes,
-        )
+        """Memory accounting in bytes: the pool's numbers, the rest counted here."""
+        total = self.capabilities.memory_bytes
+        pool = self._pool_stats()
+        if pool is None:
+            return MemoryStats(None, None, None, None, None, total)
+        counted = {"peak": max(self._peak, pool["allocated"]), "allocations": self._allocations,
+                   "device_allocations": self._device_allocations}
+        return MemoryStats(**{**counted, **pool}, total=total)
 
     def reset_peak(self) -> None:
         """Start peak accounting afresh from the bytes allocated now."""
-        self._peak = self._allocated
+        pool = self._pool_stats()
+        self._peak = pool["allocated"] if pool is not None else 0
 
     def record_event(self) -> Any:
         """A timing mark after the work queued so far."""
@@ -318,7 +436,7 @@ class Backend:
     name = "abstract"
     api_version = API_VERSION
     kernels: KernelTable | None = None
-    unsupported: Mapping[str, str] = {}  # op or dtype name -> why, shown in capabilities
+    unsupported: Mapping[str, str] = {}  # op or dtype name -> why: the one place gaps are declared
 
     def __init__(self):
         self._open: dict[int, Device] = {}
@@ -331,17 +449,22 @@ class Backend:
         """How many devices the backend sees."""
         return 1
 
+    def _load_kernels(self) -> None:
+        """Import the modules that register into `kernels` where they need the backend's
+        library (called once the backend says it is available, before a device opens)."""
+
     def _open_device(self, index: int) -> Device:
         """Open device `index` (called once per index; the result is cached)."""
         raise NotImplementedError  # abstract hook: every backend opens its own devices
 
-    def dtypes(self, device: Device) -> tuple[np.dtype, ...]:
-        """Dtypes that tensors on the device may have (default: every hal dtype)."""
-        return dt.ALL
-
     def unsupported_on(self, device: Device) -> Mapping[str, str]:
         """Op or dtype name -> why, for one device (default: the backend's `unsupported`)."""
         return self.unsupported
+
+    def dtypes(self, device: Device) -> tuple[np.dtype, ...]:
+        """Dtypes that tensors on the device may have: every hal dtype not unsupported."""
+        gaps = self.unsupported_on(device)
+        return tuple(d for d in dt.ALL if d.name not in gaps)
 
     def is_available(self) -> bool:
         """True if the backend can open a device here."""
@@ -354,7 +477,8 @@ class Backend:
         return [f"{self.name}:{i}" for i in range(self.device_count())]
 
     def open(self, index: int = 0) -> Device:
-        """The opened device `index` (opened once per process)."""
+        """The opened device `index` (opened once per process); BackendUnavailable when it
+        cannot be opened, whatever the backend's own code raised."""
         if index in self._open:
             return self._open[index]
         reason = self.why_unavailable()
@@ -366,5 +490,16 @@ class Backend:
                 f"backend {self.name!r} has {count} device(s); index {index} is out of range "
                 f"(use {self.name}:0..{count - 1}; `hal devices` lists them)"
             )
-        self._open[index] = device = self._open_device(index)
+        try:
+            self._load_kernels()
+            device = self._open_device(index)
+            device.capabilities  # noqa: B018  a failing _describe fails here, not on first use
+        except (HalError, KeyboardInterrupt):
+            raise
+        except BaseException as e:  # SystemExit too: a plugin must not end the process
+            raise BackendUnavailable(
+                f"backend {self.name!r} could not open device {index}: "
+                f"{type(e).__name__}: {e} (a fault of the backend; `hal devices` shows the "
+                "others)") from e
+        self._open[index] = device
         return device

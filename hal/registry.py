@@ -1,19 +1,96 @@
 """Backends found through the `hal.backends` entry point group, loaded lazily.
 
-In-tree backends register exactly like external ones (see pyproject.toml). A plugin
-that fails to load is a PluginWarning naming it and why, and hal goes on without it.
+In-tree backends register exactly like external ones (see pyproject.toml). A plugin's
+code cannot take hal down: loading it, and its `why_unavailable` and `device_count`, run
+on a watched thread, so an exception of any type (SystemExit included) or no answer
+within `settings.probe_timeout` is a PluginWarning naming the plugin and why, and the
+backend counts as unavailable for that reason. Only KeyboardInterrupt goes through.
 """
 
 from __future__ import annotations
 
+import threading
 import warnings
+from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
 from .device import API_VERSION, Backend, Device
-from .errors import BackendUnavailable, PluginWarning
+from .errors import BackendUnavailable, HalError, PluginWarning
 from .settings import settings
 
 GROUP = "hal.backends"
+
+
+class PluginFault(Exception):
+    """A plugin's code raised (anything but KeyboardInterrupt) or did not answer in time."""
+
+
+def watched(fn: Callable[[], Any], what: str) -> Any:
+    """fn() on a daemon thread, waited for at most settings.probe_timeout seconds; a
+    PluginFault saying what `what` raised or that it hung. KeyboardInterrupt propagates."""
+    box: dict[str, Any] = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # SystemExit and all: reported to the caller below
+            box["error"] = e
+
+    thread = threading.Thread(target=run, name=f"hal: {what}", daemon=True)
+    thread.start()
+    thread.join(settings.probe_timeout)
+    if thread.is_alive():
+        raise PluginFault(f"{what} did not answer within {settings.probe_timeout:g} s "
+                          "(HAL_PROBE_TIMEOUT)")
+    error = box.get("error")
+    if isinstance(error, KeyboardInterrupt):
+        raise error
+    if error is not None:
+        raise PluginFault(f"{what} raised {type(error).__name__}: {error}") from error
+    return box["value"]
+
+
+def _guard(backend: Backend, name: str) -> None:
+    """Make the backend's availability hooks safe to call: each call runs watched, and a
+    fault is remembered, warned about once, and from then on is the backend's reason."""
+    why_unavailable, device_count = backend.why_unavailable, backend.device_count
+    faults: list[str] = []
+
+    def fault(e: PluginFault) -> str:
+        if not faults:
+            faults.append(f"the plugin failed: {e}")
+            warnings.warn(f"hal backend plugin {name!r}: {e}; it counts as unavailable",
+                          PluginWarning, stacklevel=4)
+        return faults[0]
+
+    def probe() -> str | None:
+        reason = why_unavailable()
+        if reason is None:
+            device_count()
+            backend._load_kernels()  # the library imports: ops are known once available
+        return reason
+
+    def guarded_why_unavailable() -> str | None:
+        if faults:
+            return faults[0]
+        try:
+            return watched(probe, f"{type(backend).__name__} (why_unavailable, device_count, "
+                                  "_load_kernels)")
+        except PluginFault as e:
+            return fault(e)
+
+    def guarded_device_count() -> int:
+        if faults:
+            return 0
+        try:
+            return int(watched(device_count, f"{type(backend).__name__}.device_count"))
+        except PluginFault as e:
+            fault(e)
+            return 0
+
+    backend.why_unavailable = guarded_why_unavailable
+    backend.device_count = guarded_device_count
 
 
 class Registry:
@@ -54,7 +131,7 @@ class Registry:
     def _load(self, name: str) -> Backend | None:
         point = self._points[name]
         try:
-            backend = point.load()()
+            backend = watched(lambda: point.load()(), f"loading {point.value}")
             if not isinstance(backend, Backend):
                 raise TypeError(f"{point.value} returned {type(backend).__name__}, not a Backend")
             if backend.api_version != API_VERSION:
@@ -62,11 +139,12 @@ class Registry:
                     f"it implements protocol version {backend.api_version}, this hal speaks "
                     f"{API_VERSION}; update the plugin"
                 )
-        except Exception as e:  # a broken plugin must never take hal down
-            self._broken[name] = f"{type(e).__name__}: {e}"
+        except (PluginFault, TypeError) as e:  # a broken plugin must never take hal down
+            self._broken[name] = str(e)
             warnings.warn(f"hal backend plugin {name!r} ({point.value}) was not loaded: "
                           f"{self._broken[name]}", PluginWarning, stacklevel=3)
             return None
+        _guard(backend, name)
         self._backends[name] = backend
         return backend
 
@@ -104,6 +182,7 @@ def resolve_device(spec=None) -> Device:
     """A Device from a Device, 'backend' or 'backend:index'; None means the default device."""
     if isinstance(spec, Device):
         return spec
+    settings.check()
     if spec is None:
         return default_device()
     if not isinstance(spec, str):
@@ -118,16 +197,24 @@ _default: list[Device] = []
 
 
 def default_device() -> Device:
-    """HAL_DEVICE if set, else the first device of the first available backend."""
+    """HAL_DEVICE if set, else device 0 of the first available backend that opens (one that
+    fails to open is a PluginWarning and the next one is tried)."""
     if not _default:
         if settings.device:
             _default.append(resolve_device(settings.device))
         else:
-            names = registry.available()
-            if not names:
-                raise BackendUnavailable("no backend can open a device; `hal devices` says why")
-            _default.append(registry.get(names[0]).open(0))
+            _default.append(_first_device())
     return _default[0]
+
+
+def _first_device() -> Device:
+    for name in registry.available():
+        try:
+            return registry.get(name).open(0)
+        except HalError as e:
+            warnings.warn(f"hal: {name}:0 was skipped as the default device: {e}",
+                          PluginWarning, stacklevel=3)
+    raise BackendUnavailable("no backend can open a device; `hal devices` says why")
 
 
 def devices() -> list[str]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import types
+from importlib.metadata import EntryPoint
 
 from hal.cli import main
 
@@ -14,6 +16,27 @@ def test_devices_json_lists_every_backend(capsys):
     rows = {r["backend"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["cpu"]["available"] and rows["cpu"]["devices"][0]["device"] == "cpu:0"
     assert rows["null"]["ops_with_kernels"].startswith("0/")
+
+
+def test_devices_prints_install_hints_verbatim(capsys, monkeypatch):
+    import hal
+    from hal.registry import Registry
+
+    class Missing(hal.Backend):
+        name = "missing"
+
+        def why_unavailable(self):
+            return "no chip library; pip install -e '.[cuda]' or '.[cuda13]'"
+
+    module = types.ModuleType("hal_missing_plugin")
+    module.Missing = Missing
+    monkeypatch.setitem(sys.modules, "hal_missing_plugin", module)
+    point = EntryPoint("missing", "hal_missing_plugin:Missing", "hal.backends")
+    monkeypatch.setattr(hal.registry, "registry", Registry([point]))
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["devices"]) == 0
+    out = capsys.readouterr().out
+    assert "unavailable: no chip library; pip install -e '.[cuda]' or '.[cuda13]'" in out
 
 
 def test_conformance_passes_on_cpu_and_prints_the_matrix(capsys):

@@ -59,7 +59,3 @@ class CudaBackend(hal.Backend):
             return {}
         return {"bfloat16": "cupy < 14 has no bfloat16 arrays; pip install 'cupy-cuda12x>=14' "
                             "(or cupy-cuda13x>=14), or cast to float32"}
-
-    def dtypes(self, device) -> tuple:
-        """hal's dtypes; bfloat16 only with cupy >= 14."""
-        return tuple(d for d in dt.ALL if d != dt.bfloat16 or has_bfloat16())

@@ -1,5 +1,6 @@
 """One CUDA GPU: device selection, cupy's memory pool counted, CUDA events, DLPack, and the
-guard every kernel runs under (out-of-memory, compile and CUDA errors become hal errors)."""
+guard every kernel runs under (out-of-memory through hal.Device's retry, compile and CUDA
+errors become hal errors)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ class CudaDevice(hal.Device):
     """A CUDA GPU; tensors are `cupy.ndarray`s allocated from cupy's memory pool."""
 
     timer = "CUDA events (cupy.cuda.Event) on the device's current stream"
+    oom_errors = (cupy.cuda.memory.OutOfMemoryError,)
 
     def __init__(self, backend: hal.Backend, index: int):
         self.cuda_device = cupy.cuda.Device(index)
@@ -85,9 +87,8 @@ class CudaDevice(hal.Device):
         CudaCompileError with the compiler log; other CUDA errors are DeviceErrors."""
         with self.cuda_device:
             try:
-                return fn(*args, **params)
-            except cupy.cuda.memory.OutOfMemoryError:
-                pass  # leave the except block first, so its traceback frees the temporaries
+                return self.retrying(lambda: f"in {op} for {describe_operands(args)}", fn,
+                                     *args, **params)
             except CompileException as e:
                 log = e.get_message()
                 raise CudaCompileError(
@@ -98,34 +99,29 @@ class CudaDevice(hal.Device):
                 raise hal.DeviceError(
                     f"{op} on {self.name}: CUDA failed for {describe_operands(args)}: {e}; "
                     "check `nvidia-smi` and the driver") from None
-            self.empty_cache()
-            try:
-                return fn(*args, **params)
-            except cupy.cuda.memory.OutOfMemoryError as e:
-                message = str(e)
-            self.empty_cache()
-            stats = self.memory_stats()
-            raise hal.HalOutOfMemory(
-                f"{op} on {self.name}: out of GPU memory for {describe_operands(args)} "
-                f"({message}); cached blocks released, {stats.allocated:,} bytes still in "
-                f"use of {stats.total:,}. Free tensors, use smaller shapes, or pick a GPU "
-                "with more memory.")
 
-    # -- tensors -----------------------------------------------------------------------
-    def upload(self, array: np.ndarray) -> cupy.ndarray:
-        """A GPU array holding a copy of a host array."""
-        array = np.asarray(array)
+    # -- tensors: hal.Device's memory hooks over cupy arrays --------------------------------
+    def _empty(self, shape: tuple, dtype: np.dtype) -> cupy.ndarray:
+        return self.launch("empty", cupy.empty, (shape,), {"dtype": dtype})
+
+    def _upload(self, array: np.ndarray) -> cupy.ndarray:
         if array.dtype == dt.bfloat16:  # copied as bits: no bfloat16 arithmetic involved
             return self.launch("upload", lambda a: cupy.asarray(a).view(dt.bfloat16),
                                (array.view(np.uint16),), {})
         return self.launch("upload", cupy.asarray, (array,), {})
 
-    def download(self, native: cupy.ndarray) -> np.ndarray:
-        """A host copy of a GPU array (any strides)."""
+    def _download(self, native: cupy.ndarray) -> np.ndarray:
         with self.cuda_device:
             if native.dtype == dt.bfloat16:
                 return cupy.asnumpy(native.view(np.uint16)).view(dt.bfloat16)
             return cupy.asnumpy(native)
+
+    def _pool_stats(self) -> dict[str, int]:
+        with self.cuda_device:
+            used, reserved = self.allocator.pool.used_bytes(), self.allocator.pool.total_bytes()
+        requests, device_allocations, peak = self.allocator.counts.get(self.index, (0, 0, 0))
+        return {"allocated": used, "reserved": reserved, "peak": max(peak, used),
+                "allocations": requests, "device_allocations": device_allocations}
 
     def from_dlpack(self, obj) -> cupy.ndarray:
         """Zero-copy from a producer on this GPU (cupy, torch, ...); host producers are copied."""
@@ -157,18 +153,9 @@ class CudaDevice(hal.Device):
         end.synchronize()
         return cupy.cuda.get_elapsed_time(start, end) * 1e-3
 
-    def memory_stats(self) -> hal.MemoryStats:
-        """cupy's pool on this GPU: bytes in use and reserved, with hal's counts."""
-        pool = self.allocator.pool
-        with self.cuda_device:
-            used, reserved = pool.used_bytes(), pool.total_bytes()
-        requests, device_allocations, peak = self.allocator.counts.get(self.index, (0, 0, 0))
-        return hal.MemoryStats(allocated=used, reserved=reserved, peak=max(peak, used),
-                               allocations=requests, device_allocations=device_allocations,
-                               total=self.capabilities.memory_bytes)
-
     def reset_peak(self) -> None:
-        """Start peak accounting afresh from the bytes in use now."""
+        """Start peak accounting afresh from the bytes in use now (the peak is counted by
+        the allocator hook, which sees cupy's own allocations too)."""
         with self.cuda_device:
             used = self.allocator.pool.used_bytes()
         self.allocator.counts.setdefault(self.index, [0, 0, 0])[2] = used

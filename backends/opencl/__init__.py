@@ -3,13 +3,13 @@
 Devices are listed over every platform, simulators (Oclgrind) last, so `opencl:0` is a
 real device. Kernels are generated OpenCL C, built once per device and source:
 strided elementwise and movement kernels with broadcasting, reductions, tiled GEMM,
-Stockham/Bluestein FFT, and fused kernels for the composites.
+Stockham/Bluestein FFT, and fused kernels for the composites. The kernel modules import
+no pyopencl at their top, so this module loads (and says why) without it.
 """
 
 from __future__ import annotations
 
 import hal
-from hal import dtypes as dt
 
 from . import elementwise, fft, gemm, movement, nn, quant, reduce
 from .table import kernels
@@ -70,9 +70,3 @@ class OpenCLBackend(hal.Backend):
             why = "the device has no cl_khr_fp64 (no double precision)"
             reasons.update(float64=why, complex128=why)
         return reasons
-
-    def dtypes(self, device) -> tuple:
-        """hal's dtypes less bfloat16, and less float64/complex128 without cl_khr_fp64."""
-        wide = (dt.float64, dt.complex128)
-        return tuple(d for d in dt.ALL
-                     if d != dt.bfloat16 and (device.fp64 or d not in wide))

@@ -1,15 +1,16 @@
-"""One OpenCL device: a context, a profiling queue, the memory pool and the program cache."""
+"""One OpenCL device: a context, a profiling queue, pyopencl's memory pool and the program
+cache. hal.Device counts the pool, enforces the device's total and largest-buffer limits
+(PoCL allocates lazily and never fails a request itself) and words out-of-memory errors."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
+import pyopencl.tools as cl_tools
 
 import hal
-from hal import dtypes as dt
 
-from .memory import Pool
 from .program import Programs, launch
 
 SMALL_RANGE = 1 << 16  # work-items below which one launch beats two (enqueue cost)
@@ -19,6 +20,7 @@ class OpenCLDevice(hal.Device):
     """An OpenCL device; tensors are contiguous `pyopencl.array.Array`s from its pool."""
 
     timer = "OpenCL profiling events (markers on the in-order queue)"
+    oom_errors = (cl.MemoryError, cl.RuntimeError)
 
     def __init__(self, backend: hal.Backend, index: int, cl_device: cl.Device):
         self.cl_device = cl_device
@@ -30,36 +32,38 @@ class OpenCLDevice(hal.Device):
         self.is_cpu = bool(cl_device.type & cl.device_type.CPU)
         self.local_mem = cl_device.local_mem_size
         self.max_group = cl_device.max_work_group_size
-        self.pool = Pool(self.queue, self.name, cl_device.global_mem_size,
-                         cl_device.max_mem_alloc_size)
+        self.max_allocation = cl_device.max_mem_alloc_size
+        self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
         # Last-axis complex FFTs by pyvkfft when it is installed, except on CPU devices:
         # on PoCL this backend's Stockham kernels measured 2x faster than VkFFT's.
         self.use_vkfft = not self.is_cpu
         self.cache: dict = {}  # host-side plans and tables of kernel modules (FFT plans)
         self.programs = Programs(self.context, f"{self.name} ({cl_device.name.strip()})")
 
-    # -- tensors -----------------------------------------------------------------------
-    def empty(self, shape, dtype) -> cl_array.Array:
-        """A new uninitialised contiguous array on the device."""
-        return cl_array.Array(self.queue, tuple(int(n) for n in shape), dt.dtype(dtype),
-                              allocator=self.pool)
+    # -- tensors: hal.Device's memory hooks over pyopencl arrays from the pool ------------
+    def _empty(self, shape: tuple, dtype: np.dtype) -> cl_array.Array:
+        return cl_array.Array(self.queue, shape, dtype, allocator=self.pool)
 
-    def upload(self, array: np.ndarray) -> cl_array.Array:
-        """A device array holding a copy of a host array."""
-        array = np.asarray(array)
+    def _upload(self, array: np.ndarray) -> cl_array.Array:
         if not array.flags.c_contiguous:
             array = array.copy(order="C")  # np.ascontiguousarray would make 0-d arrays 1-d
-        out = self.empty(array.shape, array.dtype)
+        out = self._empty(array.shape, array.dtype)
         if array.size:
             cl.enqueue_copy(self.queue, out.base_data, array, dst_offset=out.offset)
         return out
 
-    def download(self, native: cl_array.Array) -> np.ndarray:
-        """A host copy of a device array."""
+    def _download(self, native: cl_array.Array) -> np.ndarray:
         out = np.empty(native.shape, native.dtype)
         if out.size:
             cl.enqueue_copy(self.queue, out, native.base_data, src_offset=native.offset)
         return out
+
+    def _pool_stats(self) -> dict[str, int]:
+        return {"allocated": self.pool.active_bytes, "reserved": self.pool.managed_bytes}
+
+    def empty_cache(self) -> None:
+        """Give the pool's free blocks back to the device."""
+        self.pool.free_held()
 
     def from_dlpack(self, obj) -> cl_array.Array:
         """A copy of a DLPack producer's array (OpenCL memory cannot be shared through DLPack)."""
@@ -105,18 +109,6 @@ class OpenCLDevice(hal.Device):
     def _elapsed(self, start: cl.Event, end: cl.Event) -> float:
         end.wait()
         return (end.profile.end - start.profile.end) * 1e-9
-
-    def memory_stats(self) -> hal.MemoryStats:
-        """The pool's accounting."""
-        return self.pool.stats()
-
-    def empty_cache(self) -> None:
-        """Give the pool's free blocks back to the device."""
-        self.pool.empty()
-
-    def reset_peak(self) -> None:
-        """Start peak accounting afresh."""
-        self.pool.reset_peak()
 
     def _describe(self) -> dict:
         d = self.cl_device

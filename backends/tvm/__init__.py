@@ -6,17 +6,14 @@ on disk, schedule.py gives untuned kernels a parallel, vectorised default, tunin
 meta_schedule (`hal tune`) into a database later compiles use. Devices: the host CPU
 through LLVM, plus CUDA/OpenCL devices where the installed TVM runtime has them (the
 PyPI wheel has neither). TVM has no complex dtype, so complex tensors and the FFT family
-are declared unsupported and run elsewhere.
+are declared unsupported and run elsewhere. The kernel modules import TVM, so they load
+only once TVM is found (`_load_kernels`): without TVM this module loads and says why.
 """
 
 from __future__ import annotations
 
-import importlib.util
-
 import hal
-from hal import dtypes as dt
 
-from . import elementwise, linalg, movement, quant, reduce
 from .table import kernels
 
 _NO_COMPLEX = "TVM has no complex dtype; use the cpu, opencl or cuda backend for complex data"
@@ -35,9 +32,11 @@ class TVMBackend(hal.Backend):
     }
 
     def why_unavailable(self) -> str | None:
-        """Why TVM cannot compile for this machine, or None (cheap: imports nothing)."""
-        if importlib.util.find_spec("tvm") is None:
-            return "apache-tvm is not installed; pip install apache-tvm"
+        """Why TVM cannot compile for this machine, or None (imports TVM, opens nothing)."""
+        try:
+            import tvm
+        except Exception as e:  # not installed, or a build whose native library fails to load
+            return f"apache-tvm does not import ({type(e).__name__}: {e}); pip install apache-tvm"
         return None
 
     def device_count(self) -> int:
@@ -59,12 +58,12 @@ class TVMBackend(hal.Backend):
                 "to use its devices.")
         return super().open(index)
 
+    def _load_kernels(self) -> None:
+        """Import the TE kernel modules (they import TVM), which register into `kernels`."""
+        from . import elementwise, linalg, movement, quant, reduce
+
     def _open_device(self, index: int):
         from . import target
         from .device import TVMDevice
 
         return TVMDevice(self, index, target.available()[index])
-
-    def dtypes(self, device) -> tuple:
-        """Every hal dtype but the complex ones."""
-        return tuple(d for d in dt.ALL if not dt.is_complex(d))

@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
+import tvm
 
 import hal
 from hal import dtypes as dt
@@ -33,7 +34,6 @@ class Array:
         self.owner = owner  # the only holder of its memory: it may be recycled
         self.nbytes = math.prod(shape) * dtype.itemsize if owner else 0
         device._live += self.nbytes
-        device._peak_live = max(device._peak_live, device._live)
 
     @property
     def ndim(self) -> int:
@@ -56,12 +56,13 @@ class TVMDevice(hal.Device):
     """
 
     POOL_BYTES = 1 << 30  # freed memory kept for reuse at most
+    oom_errors = (MemoryError, RuntimeError)  # TVM's FFI errors (std::bad_alloc) are these
 
     def __init__(self, backend: hal.Backend, index: int, info: targets.TargetInfo):
         self.info = info
         self.tvm_device = info.tvm_device()
         self.compiler = Compiler(info, hal.settings.cache_dir)
-        self._live = self._peak_live = self._allocs = self._pooled = 0
+        self._live = self._pooled = 0
         self._pool: dict[tuple, list] = {}
         super().__init__(backend, index)
 
@@ -71,24 +72,28 @@ class TVMDevice(hal.Device):
             self._pool.setdefault((array.shape, array.dtype), []).append(array.tensor)
             self._pooled += array.nbytes
 
-    # -- tensors -------------------------------------------------------------------------
-    def empty(self, shape: tuple, dtype: np.dtype) -> Array:
-        """An uninitialised tensor on the device (recycled memory where there is some)."""
-        import tvm
-
+    # -- tensors: hal.Device's memory hooks over TVM runtime tensors ---------------------
+    def _empty(self, shape: tuple, dtype: np.dtype) -> Array:
         free = self._pool.get((shape, dtype))
         if free:
             tensor = free.pop()
             self._pooled -= math.prod(shape) * dtype.itemsize
-            return Array(self, tensor, shape, dtype)
-        self._allocs += 1
-        try:
+        else:
             tensor = tvm.runtime.empty(shape, dtype.name, self.tvm_device)
-        except Exception as e:  # TVM raises its own error types for allocation failures
-            raise hal.HalOutOfMemory(
-                f"{self.name}: TVM could not allocate {dtype.name}{list(shape)} "
-                f"({type(e).__name__}: {e}); free tensors or use smaller shapes") from e
         return Array(self, tensor, shape, dtype)
+
+    def _upload(self, array: np.ndarray) -> Array:
+        if not array.flags.c_contiguous:
+            array = array.copy(order="C")
+        out = self._empty(array.shape, array.dtype)
+        out.tensor.copyfrom(array)
+        return out
+
+    def _download(self, native: Array) -> np.ndarray:
+        return native.tensor.numpy()
+
+    def _pool_stats(self) -> dict[str, int]:
+        return {"allocated": self._live, "reserved": self._live + self._pooled}
 
     def view(self, array: Array, shape: tuple) -> Array:
         """The same memory seen with another shape (neither side is recycled afterwards)."""
@@ -102,19 +107,6 @@ class TVMDevice(hal.Device):
         """Drop the pool of freed tensors."""
         self._pool.clear()
         self._pooled = 0
-
-    def upload(self, array: np.ndarray) -> Array:
-        """A device tensor holding a copy of a host array."""
-        array = np.asarray(array)
-        if not array.flags.c_contiguous:
-            array = array.copy(order="C")
-        out = self.empty(array.shape, array.dtype)
-        out.tensor.copyfrom(array)
-        return out
-
-    def download(self, native: Array) -> np.ndarray:
-        """A host copy of a device tensor."""
-        return native.tensor.numpy()
 
     def run(self, op: str, build: Callable, arrays, /, **params) -> Array:
         """Compile (once) and run a TE kernel over device tensors; returns its output."""
@@ -139,20 +131,7 @@ class TVMDevice(hal.Device):
         """Block until the device's queued work is done."""
         self.tvm_device.sync()
 
-    def memory_stats(self) -> hal.MemoryStats:
-        """Bytes held by live tensors and by the pool (TVM keeps no statistics of its own)."""
-        return hal.MemoryStats(allocated=self._live, reserved=self._live + self._pooled,
-                               peak=self._peak_live, allocations=None,
-                               device_allocations=self._allocs,
-                               total=self.capabilities.memory_bytes)
-
-    def reset_peak(self) -> None:
-        """Start peak accounting afresh."""
-        self._peak_live = self._live
-
     def _describe(self) -> dict:
-        import tvm
-
         from . import tuning
 
         conf = dict(self.info.config)
@@ -170,6 +149,9 @@ class TVMDevice(hal.Device):
                                     else "none",
                 "kernel_cache": str(self.compiler.directory),
                 "tuning_database": str(tuning.database_dir(self.info)),
+                # a damaged database is named here, so results say why nothing was tuned
+                "tuning_database_problem": tuning.database_problem(
+                    tuning.database_dir(self.info)),
                 "tuning_runs": tuning.runs(self.info),
                 "targets_not_built": targets.missing(),
             },

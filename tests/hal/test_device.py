@@ -127,3 +127,133 @@ def test_unavailable_backend_and_bad_index_say_why():
     assert Missing().devices() == []
     with pytest.raises(hal.BackendUnavailable, match="out of range"):
         hal.backend("cpu").open(3)
+
+
+# -- the one memory path: Device.empty/upload/download/memory_stats over either set of hooks
+class LibraryOOM(Exception):
+    """What a vendor library raises when its device memory is full."""
+
+
+class LibraryDevice(hal.Device):
+    """A device over a library's own arrays (numpy stands in), with a pool of its own."""
+
+    oom_errors = (LibraryOOM,)
+
+    def __init__(self, backend, failures: int = 0):
+        self.failures, self.emptied, self.live, self.held = failures, 0, 0, 0
+        super().__init__(backend, 0)
+
+    def _empty(self, shape, dtype):
+        if self.failures:
+            self.failures -= 1
+            raise LibraryOOM("pool exhausted")
+        out = np.empty(shape, dtype)
+        self.live += out.nbytes
+        self.held = max(self.held, self.live)
+        return out
+
+    def _upload(self, array):
+        out = self._empty(array.shape, array.dtype)
+        out[...] = array
+        return out
+
+    def _download(self, native):
+        return native.copy()
+
+    def _pool_stats(self):
+        return {"allocated": self.live, "reserved": self.held}
+
+    def empty_cache(self):
+        self.emptied += 1
+
+    def _describe(self):
+        return {"name": "library device", "memory_bytes": 1 << 20}
+
+
+class LibraryBackend(hal.Backend):
+    name = "library"
+
+
+def test_empty_upload_download_through_the_native_hooks_are_counted():
+    dev = LibraryDevice(LibraryBackend())
+    out = dev.empty((4, 8), "float32")
+    assert out.shape == (4, 8) and out.dtype == np.float32
+    host = np.arange(6, dtype=np.int32).reshape(2, 3).T  # not C-contiguous
+    np.testing.assert_array_equal(dev.download(dev.upload(host)), host)
+    stats = dev.memory_stats()
+    assert (stats.allocated, stats.reserved, stats.peak) == (128 + 24, 128 + 24, 128 + 24)
+    assert (stats.allocations, stats.device_allocations, stats.total) == (2, 2, 1 << 20)
+
+
+def test_library_out_of_memory_empties_the_cache_and_retries_once():
+    dev = LibraryDevice(LibraryBackend(), failures=1)
+    assert dev.empty((16,), "float64").shape == (16,)
+    assert dev.emptied == 1
+    dev = LibraryDevice(LibraryBackend(), failures=2)
+    with pytest.raises(hal.HalOutOfMemory) as info:
+        dev.empty((16,), "float64")
+    message = str(info.value)
+    assert "library:0" in message and "128 bytes" in message and "pool exhausted" in message
+    assert "0 bytes allocated" in message and "1,048,576" in message
+    assert dev.emptied == 2
+
+
+def test_oversized_and_malformed_requests_are_refused_before_allocating():
+    dev = LibraryDevice(LibraryBackend(), failures=0)
+    with pytest.raises(hal.HalOutOfMemory, match=r"library:0.*8,388,608 bytes for empty"):
+        dev.empty((1 << 20,), "float64")
+    dev.empty((1 << 16,), "float64")  # half the memory is live ...
+    with pytest.raises(hal.HalOutOfMemory, match="live tensors"):
+        dev.upload(np.zeros((1 << 16) + 1))  # ... so a bit more than the other half fails
+    assert dev.memory_stats().allocations == 1
+    with pytest.raises(hal.ShapeError, match="negative"):
+        dev.empty((2, -1), "float32")
+    null = small_null(1 << 20)
+    buffer = null.empty((3,), "int32")
+    assert isinstance(buffer, hal.Buffer) and buffer.shape == (3,) and buffer.dtype == np.int32
+
+
+def test_huge_creation_is_refused_before_a_host_array_is_built(cpu):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(hal.HalOutOfMemory, match=r"cpu:0: out of memory .*8,796,093,022,208"):
+            hal.zeros((1 << 40,))
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+    with pytest.raises(hal.HalOutOfMemory, match="null:0"):
+        hal.ones((1 << 28,), dtype="float64", device="null")  # 2 GiB > the null device's 1
+
+
+def test_dtype_gaps_are_declared_once_with_their_reason():
+    class NoHalf(LibraryBackend):
+        unsupported = {"float16": "the chip has no half-precision units", "fftn": "no FFT"}
+
+    dev = LibraryDevice(NoHalf())
+    assert "float16" not in dev.capabilities.dtypes and "float32" in dev.capabilities.dtypes
+    with pytest.raises(hal.UnsupportedDType, match="no half-precision units"):
+        dev.empty((2,), "float16")
+
+
+def test_a_failing_open_or_describe_is_backend_unavailable():
+    class Crashing(hal.Backend):
+        name = "crashing"
+
+        def _open_device(self, index):
+            raise SystemExit("driver called exit()")
+
+    with pytest.raises(hal.BackendUnavailable, match=r"crashing.*SystemExit: driver called"):
+        Crashing().open()
+
+    class BadFacts(hal.Backend):
+        name = "badfacts"
+
+        def _open_device(self, index):
+            device = hal.Device(self, index)
+            device._describe = lambda: 1 / 0
+            return device
+
+    with pytest.raises(hal.BackendUnavailable, match="ZeroDivisionError"):
+        BadFacts().open()

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
+import textwrap
+import threading
+import tomllib
 import types
+import warnings
 from importlib.metadata import EntryPoint
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 import hal
@@ -92,3 +101,167 @@ def test_settings_read_the_environment():
     assert str(s.cache_dir) == "/tmp/x" and s.device == "cpu:0"
     with pytest.raises(hal.HalError, match="HAL_FALLBACK"):
         hal.settings.from_env({"HAL_FALLBACK": "maybe"})
+    assert hal.settings.from_env({"HAL_PROBE_TIMEOUT": "2.5"}).probe_timeout == 2.5
+    for bad in ("soon", "0", "-1", "nan"):
+        with pytest.raises(hal.HalError, match="HAL_PROBE_TIMEOUT"):
+            hal.settings.from_env({"HAL_PROBE_TIMEOUT": bad})
+
+
+# -- plugins cannot take hal down ---------------------------------------------------------------
+def _failing_backends():
+    """Backend classes that fail in each way a plugin's code can, by the hook that fails."""
+    hang = threading.Event()
+
+    class Base(hal.Backend):
+        def _open_device(self, index):
+            return hal.Device(self, index)
+
+    def raising(exc):
+        def hook(self, *args):
+            raise exc
+
+        return hook
+
+    def hanging(self, *args):
+        hang.wait(30)
+
+    made = {
+        "why_raises": {"why_unavailable": raising(RuntimeError("probe crashed"))},
+        "why_exits": {"why_unavailable": raising(SystemExit(3))},
+        "count_raises": {"device_count": raising(OSError("no /dev/chip"))},
+        "open_raises": {"_open_device": raising(ValueError("firmware mismatch"))},
+        "why_hangs": {"why_unavailable": hanging},
+        "count_hangs": {"device_count": hanging},
+    }
+    return {name: type(name, (Base,), {"name": name, **hooks}) for name, hooks in made.items()}
+
+
+WHY = {"why_raises": "probe crashed", "why_exits": "SystemExit", "count_raises": "no /dev/chip",
+       "open_raises": "firmware mismatch", "why_hangs": "did not answer within 0.2 s",
+       "count_hangs": "did not answer within 0.2 s"}
+
+
+@pytest.fixture
+def failing(monkeypatch):
+    """A registry of cpu and one plugin per failure mode, installed as hal's registry."""
+    module = types.ModuleType("hal_failing_plugins")
+    classes = _failing_backends()
+    for name, cls in classes.items():
+        setattr(module, name, cls)
+    module.exits_at_import = lambda: sys.exit("plugin called sys.exit at import")
+    monkeypatch.setitem(sys.modules, "hal_failing_plugins", module)
+    monkeypatch.setattr(hal.settings, "probe_timeout", 0.2)
+    points = _points(cpu="backends.cpu:CpuBackend",
+                     exits_at_import="hal_failing_plugins:exits_at_import",
+                     **{name: f"hal_failing_plugins:{name}" for name in classes})
+    registry = Registry(points)
+    monkeypatch.setattr(hal.registry, "registry", registry)
+    monkeypatch.setattr(hal.registry, "_default", [])
+    monkeypatch.setattr(hal.settings, "backends", tuple(sorted(classes)))  # ahead of cpu
+    return registry
+
+
+def test_failing_plugins_are_warnings_and_unavailable_rows(failing, capsys):
+    from hal.cli import main
+
+    with pytest.warns(hal.PluginWarning) as caught:
+        assert failing.available() == ["open_raises", "cpu"]  # opening is not probed
+        assert main(["devices", "--json"]) == 0
+    rows = {r["backend"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["cpu"]["available"] and rows["cpu"]["devices"]
+    for name, words in WHY.items():
+        assert not rows[name]["available"] and words in rows[name]["reason"], name
+    assert "sys.exit at import" in rows["exits_at_import"]["reason"]
+    warned = " ".join(str(w.message) for w in caught)
+    assert all(f"'{name}'" in warned for name in ("why_raises", "why_hangs", "exits_at_import"))
+
+
+def test_default_device_skips_a_backend_that_fails_to_open(failing):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hal.PluginWarning)
+        failing.available()  # the failing probes are warned about (and remembered) here
+    with pytest.warns(hal.PluginWarning, match="open_raises:0 was skipped"):
+        assert hal.default_device().name == "cpu:0"
+    np.testing.assert_array_equal(hal.add(hal.ones(3), hal.ones(3)).numpy(), [2.0, 2.0, 2.0])
+
+
+def test_conformance_and_bench_devices_go_on_past_failing_plugins(failing, capsys):
+    from benchmarks.plan import resolve_devices
+    from hal.cli import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hal.PluginWarning)
+        assert main(["conformance", "--backend", "cpu", "--ops", "add", "--dtypes", "float32",
+                     "--examples", "2", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)[0]["backend"] == "cpu"
+        assert "cpu:0" in resolve_devices([])
+
+
+def test_keyboard_interrupt_still_stops_hal(monkeypatch):
+    class Interrupted(hal.Backend):
+        name = "interrupted"
+
+        def why_unavailable(self):
+            raise KeyboardInterrupt
+
+    module = types.ModuleType("hal_interrupted_plugin")
+    module.Interrupted = Interrupted
+    monkeypatch.setitem(sys.modules, "hal_interrupted_plugin", module)
+    registry = Registry(_points(interrupted="hal_interrupted_plugin:Interrupted"))
+    with pytest.raises(KeyboardInterrupt):
+        registry.available()
+
+
+def test_every_in_tree_backend_loads():
+    """A backend of this project that fails to load fails here, not only as a warning."""
+    with open(Path(__file__).parents[2] / "pyproject.toml", "rb") as f:
+        declared = tomllib.load(f)["project"]["entry-points"][GROUP]
+    registry = Registry(_points(**declared))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", hal.PluginWarning)
+        for name in declared:
+            assert isinstance(registry.get(name), hal.Backend)
+            reason = registry.get(name).why_unavailable()
+            assert reason is None or "failed" not in reason, reason
+    assert registry.broken() == {}
+
+
+BLOCK = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tvm", "pyopencl", "cupy"):
+            raise ImportError(f"{name} is blocked by the test")
+sys.meta_path.insert(0, Block())
+"""
+
+
+def test_backends_without_their_library_say_why():
+    code = BLOCK + textwrap.dedent("""
+        import json, warnings
+        warnings.simplefilter("error")  # a PluginWarning would be a broken plugin
+        import hal
+        from hal.cli import main
+        print(json.dumps({n: hal.backend(n).why_unavailable() for n in ("tvm", "opencl", "cuda")}))
+        main(["devices"])
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "COLUMNS": "300"})
+    assert done.returncode == 0, done.stderr
+    reasons = json.loads(done.stdout.splitlines()[0])
+    assert "apache-tvm does not import (ImportError: tvm is blocked" in reasons["tvm"]
+    assert "pyopencl is not importable (pyopencl is blocked" in reasons["opencl"]
+    assert "cupy is not installed (ImportError: cupy is blocked" in reasons["cuda"]
+    assert "pip install -e '.[cuda]'" in done.stdout  # printed verbatim, not as rich markup
+    assert "unavailable: apache-tvm does not import" in done.stdout
+
+
+def test_importing_a_backend_does_not_import_its_library():
+    code = textwrap.dedent("""
+        import sys
+        import backends.cpu, backends.cuda, backends.null, backends.opencl, backends.tvm
+        print(sorted(m for m in ("tvm", "pyopencl", "cupy") if m in sys.modules))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=True)
+    assert done.stdout.split() == ["[]"]
