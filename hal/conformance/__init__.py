@@ -5,7 +5,7 @@
 """
 
 from .kit import FAIL, FALLBACK, PASS, UNSUPPORTED, Cell, Layer, Report, check_cell, run
-from .matrix import layers, matrix
+from .matrix import cell_symbol, layers, matrix
 
-__all__ = ["FAIL", "FALLBACK", "PASS", "UNSUPPORTED", "Cell", "Layer", "Report", "check_cell",
-           "layers", "matrix", "run"]
+__all__ = ["FAIL", "FALLBACK", "PASS", "UNSUPPORTED", "Cell", "Layer", "Report", "cell_symbol",
+           "check_cell", "layers", "matrix", "run"]

@@ -2,10 +2,14 @@
 
 Layers: discover (the plugin loads, says whether it is available), open (a device and
 its capabilities), memory (host round trip of every dtype, allocator accounting),
-timing (events bracket work and agree with the host clock), ops (hypothesis-drawn
-inputs on the device vs the numpy reference). Each op x dtype cell ends as pass,
-fail (with a repro snippet), fallback (correct, but ran on the CPU) or unsupported
-(the device declares the dtype unsupported and the op says so with UnsupportedDType).
+timing (events bracket work and agree with the host clock), ops (a few large inputs
+and hypothesis-drawn ones on the device vs the numpy reference). Each op x dtype cell
+ends as pass, fail (with a repro snippet), fallback (correct, but ran on the CPU) or
+unsupported (the device declares the dtype unsupported and the op says so with
+UnsupportedDType), and records how the op itself ran: the device's kernel, the
+composite's decomposition, or the CPU fallback. A cell fails when the result differs
+from the reference, when an operand changed during the call, when a kernel raised, and
+when the device registers a kernel for the op but something else ran.
 """
 
 from __future__ import annotations
@@ -20,11 +24,11 @@ from .. import dtypes as dt
 from .. import ops
 from ..device import Device
 from ..dispatch import call, fallback_policy, placement
-from ..errors import HalError, UnsupportedDType
+from ..errors import HalError, KernelError, UnsupportedDType
 from ..registry import registry
 from ..tensor import Tensor
 from .compare import mismatch
-from .strategies import Case, cases
+from .strategies import Case, cases, large_cases
 
 PASS, FAIL, FALLBACK, UNSUPPORTED = "pass", "fail", "fallback", "unsupported"
 
@@ -40,6 +44,7 @@ class Cell:
     seconds: float = 0.0
     error: str = ""
     repro: str = ""
+    ran: str = ""  # how the op itself ran: kernel, decomposed or fallback ('' if it never did)
 
 
 @dataclass
@@ -102,20 +107,23 @@ def run(backend: str, *, ops_: list[str] | None = None, dtypes: list[str] | None
 
 # -- runtime layers ---------------------------------------------------------------------
 def _runtime_layers(report: Report, name: str, index: int) -> Device | None:
+    stage = "discover"
     try:
         backend = registry.get(name)
         reason = backend.why_unavailable()
-        report.layers.append(Layer("discover", reason is None,
+        report.layers.append(Layer(stage, reason is None,
                                    reason or f"{backend.device_count()} device(s)"))
         if reason is not None:
             return None
+        stage = "open"
         device = backend.open(index)
         caps = device.capabilities
         ok = bool(caps.name) and bool(caps.dtypes)
         report.device = device.name
-        report.layers.append(Layer("open", ok, f"{caps.name}; dtypes {', '.join(caps.dtypes)}"))
-    except HalError as e:
-        report.layers.append(Layer("discover", False, str(e)))
+        report.layers.append(Layer(stage, ok, f"{caps.name}; dtypes {', '.join(caps.dtypes)}"))
+    except Exception as e:  # a plugin or device that fails is a finding, not a crash of the kit
+        report.layers.append(Layer(stage, False, str(e) if isinstance(e, HalError) else
+                                   f"{type(e).__name__}: {e}"))
         return None
     for layer in (_memory_layer, _timing_layer):
         try:
@@ -166,9 +174,13 @@ def _timing_layer(device: Device) -> Layer:
 
 
 # -- ops ----------------------------------------------------------------------------------
+_HOW = ("kernel", "decomposed", "fallback")  # how an op ran, best first
+
+
 def check_cell(device: Device, spec: ops.OpSpec, d: np.dtype, examples: int = 20) -> Cell:
-    """Run hypothesis-drawn inputs of one op x dtype on the device and classify the cell."""
-    from hypothesis import HealthCheck, given, settings
+    """Run the large inputs and hypothesis-drawn ones of one op x dtype on the device and
+    classify the cell; `ran` says how the op itself ran (the worst over the inputs)."""
+    from hypothesis import HealthCheck, example, given, settings
 
     start = time.perf_counter()
     why = device.capabilities.unsupported.get(spec.name)
@@ -177,19 +189,28 @@ def check_cell(device: Device, spec: ops.OpSpec, d: np.dtype, examples: int = 20
                     f"{spec.name}: {device.name} declares it unsupported ({why})")
     if not device.supports_dtype(d):
         return _unsupported_cell(device, spec, d, start)
-    state = {"n": 0, "fallback": False, "last": None}
+    state = {"n": 0, "fallback": False, "ran": set(), "last": None}
     device_dtypes = tuple(x for x in dt.ALL if device.supports_dtype(x))
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck), print_blob=False)
-    @given(cases(spec, d, device_dtypes))
     def prop(case: Case) -> None:
         state["last"] = case
         state["n"] += 1
-        problem, fell_back = _check_case(device, spec, case)
+        problem, ran, fell_back = _check_case(device, spec, case)
+        state["ran"] |= ran
         state["fallback"] |= fell_back
         if problem:
             raise AssertionError(problem)
+
+    for case in large_cases(spec, d):  # explicit examples: they run whatever `examples` is
+        prop = example(case)(prop)
+    prop = settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+                    suppress_health_check=list(HealthCheck), print_blob=False)(
+        given(cases(spec, d, device_dtypes))(prop))
+
+    def finish(status: str, error: str = "", snippet: str = "") -> Cell:
+        ran = next((how for how in reversed(_HOW) if how in state["ran"]), "")
+        return Cell(spec.name, d.name, status, state["n"], time.perf_counter() - start, error,
+                    snippet, ran)
 
     try:
         prop()
@@ -198,10 +219,8 @@ def check_cell(device: Device, spec: ops.OpSpec, d: np.dtype, examples: int = 20
             e = e.exceptions[0]
         message = str(e) if isinstance(e, AssertionError) else \
             "".join(traceback.format_exception_only(e)).strip()
-        return Cell(spec.name, d.name, FAIL, state["n"], time.perf_counter() - start,
-                    message.splitlines()[0][:500], repro(device, spec, state["last"]))
-    status = FALLBACK if state["fallback"] else PASS
-    return Cell(spec.name, d.name, status, state["n"], time.perf_counter() - start)
+        return finish(FAIL, message.splitlines()[0][:500], repro(device, spec, state["last"]))
+    return finish(FALLBACK if state["fallback"] else PASS)
 
 
 def _unsupported_cell(device: Device, spec: ops.OpSpec, d: np.dtype, start: float) -> Cell:
@@ -213,20 +232,35 @@ def _unsupported_cell(device: Device, spec: ops.OpSpec, d: np.dtype, start: floa
                 "dtype missing from capabilities but check_dtype accepts it")
 
 
-def _to_device(value, device: Device, as_view: bool):
+def _to_device(value, device: Device, as_view: bool) -> tuple:
+    """(operand, the tensors that must not change) for a host array; (value, ()) for others.
+
+    A view's operand comes with the tensor it views, whose other elements must not change
+    either.
+    """
     if not isinstance(value, np.ndarray):
-        return value
+        return value, ()
     if as_view and value.ndim:
         base = np.zeros((*value.shape[:-1], 2 * value.shape[-1]), value.dtype)
         base[..., ::2] = value
-        return Tensor.from_host(base, device)[..., ::2]
-    return Tensor.from_host(value, device)
+        owner = Tensor.from_host(base, device)
+        view = owner[..., ::2]
+        return view, (view, owner)
+    tensor = Tensor.from_host(value, device)
+    return tensor, (tensor,)
 
 
-def _check_case(device: Device, spec: ops.OpSpec, case: Case) -> tuple[str, bool]:
-    """(problem or '', fell back?) for one case."""
+def _check_case(device: Device, spec: ops.OpSpec, case: Case) -> tuple[str, set[str], bool]:
+    """(problem or '', how the op itself ran, whether any op fell back to the CPU) for one case.
+
+    Besides the result, it checks that the operands hold the same bytes afterwards and that
+    a kernel the device registers for the op is the one that ran.
+    """
     with fallback_policy("allow"), np.errstate(all="ignore"):
-        operands = [_to_device(a, device, i in case.views) for i, a in enumerate(case.args)]
+        placed = [_to_device(a, device, i in case.views) for i, a in enumerate(case.args)]
+        operands = [operand for operand, _ in placed]
+        watched = [(i, t, np.array(t.numpy())) for i, (_, held) in enumerate(placed)
+                   for t in held]
         expected_error = None
         try:
             expected = spec.evaluate(*_promoted(spec, case.args), **case.params)
@@ -236,17 +270,54 @@ def _check_case(device: Device, spec: ops.OpSpec, case: Case) -> tuple[str, bool
             try:
                 out = call(spec, *operands, **case.params)
             except HalError as e:
-                if expected_error is not None:
-                    return "", False  # both refuse the input
-                return f"raised {type(e).__name__}: {e}", False
+                ran = _how_ran(device, spec, where.records)
+                if expected_error is not None and not isinstance(e, KernelError):
+                    return "", ran, False  # both refuse the input
+                return f"raised {type(e).__name__}: {e}", ran, False
+        ran = _how_ran(device, spec, where.records)
         if expected_error is not None:
-            return f"returned a result where the reference raised {expected_error!r}", False
+            return f"returned a result where the reference raised {expected_error!r}", ran, False
         actual = out.numpy()
-    bound = spec.bound(*_promoted(spec, case.args), **case.params) if spec.bound else None
-    problem = mismatch(actual, expected, spec.tolerance_for(expected.dtype), bound)
-    ran_on_cpu = any(how == "fallback" for *_, how in where.records) and device.backend.name \
-        != "cpu"
-    return (f"{problem} (placement {where.to_dict()['ops']})" if problem else ""), ran_on_cpu
+        problem = _bypassed(device, spec, where.records) or _changed(watched)
+    if not problem:
+        bound = spec.bound(*_promoted(spec, case.args), **case.params) if spec.bound else None
+        problem = mismatch(actual, expected, spec.tolerance_for(expected.dtype), bound)
+    fell_back = device.backend.name != "cpu" and any(how == "fallback"
+                                                      for *_, how in where.records)
+    return (f"{problem} (placement {where.to_dict()['ops']})" if problem else ""), ran, fell_back
+
+
+def _how_ran(device: Device, spec: ops.OpSpec, records: list[tuple]) -> set[str]:
+    """How the op itself ran on the device: a subset of kernel, decomposed, fallback."""
+    return {how for op, dev, _, how in records if op == spec.name and dev == device.name}
+
+
+def _bypassed(device: Device, spec: ops.OpSpec, records: list[tuple]) -> str:
+    """A problem when the op ran other than by the kernel the device registers for it."""
+    for op, dev, dtype, how in records:
+        if op == spec.name and dev == device.name and how != "kernel" and \
+                device.kernel(op, dt.dtype(dtype)) is not None:
+            return (f"{device.name} registers a {op} kernel for {dtype}, but the {how} path ran "
+                    "instead: a registered kernel must run and pass (did it raise, or is it "
+                    "bypassed?)")
+    return ""
+
+
+def _changed(watched: list[tuple]) -> str:
+    """A problem naming the first operand whose bytes the call changed."""
+    for i, tensor, old in watched:
+        new = tensor.numpy()
+        differs = (_items(old) != _items(new)).any(axis=1)
+        if differs.any():
+            at = tuple(int(k) for k in np.unravel_index(int(np.argmax(differs)), old.shape))
+            return (f"operand {i} changed during the call (at {at}: {old[at]!r} became "
+                    f"{new[at]!r}); an op must not write into its inputs")
+    return ""
+
+
+def _items(a: np.ndarray) -> np.ndarray:
+    """The bytes of each element, one row per element (NaN payloads and -0.0 compare too)."""
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(a.size, a.dtype.itemsize)
 
 
 def _promoted(spec: ops.OpSpec, args: list) -> list:
@@ -268,10 +339,14 @@ def repro(device: Device, spec: ops.OpSpec, case: Case | None) -> str:
         return ""
     lines = ["import numpy as np", "import hal", "from hal.dispatch import call",
              "nan, inf = float('nan'), float('inf')", f"dev = hal.device({device.name!r})"]
+    if case.origin:
+        lines += ["from hal.conformance.strategies import large_cases",
+                  f"hosts = {case.origin}.args"]
     names = []
     for i, a in enumerate(case.args):
         if isinstance(a, np.ndarray):
-            host = f"np.array({a.tolist()!r}, dtype={_dtype_expr(a.dtype)})"
+            host = f"hosts[{i}]" if case.origin else \
+                f"np.array({a.tolist()!r}, dtype={_dtype_expr(a.dtype)})"
             lines.append(f"h{i} = {host}")
             if i in case.views and a.ndim:
                 lines.append(f"b{i} = np.zeros(h{i}.shape[:-1] + (2 * h{i}.shape[-1],), "

@@ -4,24 +4,34 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from .. import ops
-from .kit import FAIL, FALLBACK, PASS, UNSUPPORTED, Report
+from .kit import FAIL, FALLBACK, PASS, UNSUPPORTED, Cell, Report
 
 SYMBOLS = {PASS: "[green]✓[/]", FAIL: "[bold red]✗[/]", FALLBACK: "[yellow]F[/]",
            UNSUPPORTED: "[dim]·[/]"}
+
+
+def cell_symbol(cell: Cell) -> str:
+    """The cell's mark: its status, and for a pass not by the device's kernel how it ran
+    ('✓d' decomposed into other ops, '✓f' the CPU reference on the cpu backend)."""
+    if cell.status == PASS and cell.ran not in ("", "kernel"):
+        return f"[green]✓{cell.ran[0]}[/]"
+    return SYMBOLS[cell.status]
 
 
 def matrix(report: Report):
     """A rich Table: one row per op, one column per dtype, a symbol per cell."""
     from rich.table import Table
 
-    cells = {(c.op, c.dtype): c.status for c in report.cells}
+    cells = {(c.op, c.dtype): c for c in report.cells}
     used = [d.name for d in dt.ALL if any(k[1] == d.name for k in cells)]
     counts = report.counts()
+    decomposed = sum(c.status == PASS and c.ran == "decomposed" for c in report.cells)
     table = Table(
-        title=f"{report.backend} ({report.device or 'no device'}): {counts[PASS]} pass, "
-              f"{counts[FAIL]} fail, {counts[FALLBACK]} fallback, {counts[UNSUPPORTED]} "
-              f"unsupported in {report.seconds:.1f} s",
-        caption="✓ pass  ✗ fail  F fallback (ran on the CPU)  · dtype unsupported by the device",
+        title=f"{report.backend} ({report.device or 'no device'}): {counts[PASS]} pass "
+              f"({decomposed} decomposed), {counts[FAIL]} fail, {counts[FALLBACK]} fallback, "
+              f"{counts[UNSUPPORTED]} unsupported in {report.seconds:.1f} s",
+        caption="✓ pass (the device's kernel)  ✓d pass (decomposed)  ✗ fail  F fallback (ran "
+                "on the CPU)  · dtype unsupported by the device",
     )
     table.add_column("op")
     table.add_column("kind")
@@ -30,7 +40,7 @@ def matrix(report: Report):
     for spec in ops.specs():
         row = [cells.get((spec.name, d)) for d in used]
         if any(row):
-            table.add_row(spec.name, spec.kind, *[SYMBOLS.get(s, "") for s in row])
+            table.add_row(spec.name, spec.kind, *["" if c is None else cell_symbol(c) for c in row])
     return table
 
 
