@@ -37,7 +37,8 @@ def _per_channel(p, ndim: int, axis: int):
 
 @register("quantize_linear")
 def quantize_linear(x, scale, zero_point, *, axis=-1):
-    """saturate(rint(x / scale) + zero_point) as int8 or uint8, x divided in float32."""
+    """saturate(rint(x / scale) + zero_point) as int8 or uint8, x divided in float32; NaN
+    gives the minimum (fmaxf of NaN and lo is lo), as the reference and ONNX Runtime do."""
     import cupy
 
     info = np.iinfo(zero_point.dtype)

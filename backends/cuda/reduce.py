@@ -5,7 +5,10 @@ Integers and bool sum to int64; float16/bfloat16 accumulate in float32 (`in_floa
 
 from __future__ import annotations
 
+import math
+
 from hal import dtypes as dt
+from hal import shapes
 
 from .table import in_float32, register
 
@@ -50,9 +53,13 @@ def mean(x, *, axis=None, keepdims=False):
 @register("var")
 @in_float32
 def var(x, *, axis=None, keepdims=False, correction=0):
-    """Variance over axes, dividing by N - correction."""
+    """Variance over axes, dividing by max(N - correction, 0) as numpy does: inf (NaN for a
+    constant input) when correction >= N."""
     import cupy
 
-    return cupy.var(x, axis=axis, ddof=correction, keepdims=keepdims)
+    n = math.prod(x.shape[a] for a in shapes.axes("var", axis, x.ndim))
+    if correction < n:
+        return cupy.var(x, axis=axis, ddof=correction, keepdims=keepdims)
+    return cupy.var(x, axis=axis, keepdims=keepdims) / x.dtype.type(0)
 
 

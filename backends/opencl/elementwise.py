@@ -16,7 +16,7 @@ from hal import dtypes as dt
 from hal import ops
 from hal.errors import HalError, UnsupportedDType
 
-from . import cltypes, strided
+from . import cltypes, complex_math, strided
 from .table import kernels, supported
 
 
@@ -34,47 +34,14 @@ def _pick(cmp, d):
     return f"((a0 {cmp} a1{nan}) ? a0 : a1)"
 
 
-def complex_helpers(d: np.dtype) -> str:
-    """numpy's complex sqrt (signed-zero branch cut), tanh (Kahan's, no cancellation near
-    poles) and power (0**0 = 1, integer exponents by squaring), which pyopencl-complex.h
-    computes differently."""
-    p = cltypes.cprefix(d)
-    t, r = f"{p}_t", cltypes.real_compute(d)
-    return f"""inline {t} hal_{p}_sqrt({t} z) {{
-  if (z.real == 0 && z.imag == 0) return {p}_new(0, z.imag);
-  const {r} h = sqrt((fabs(z.real) + hypot(z.real, z.imag)) / 2);
-  if (z.real >= 0) return {p}_new(h, z.imag / (2 * h));
-  return {p}_new(fabs(z.imag) / (2 * h), copysign(h, z.imag));
-}}
-inline {t} hal_{p}_tanh({t} z) {{
-  const {r} ty = tan(z.imag), beta = 1 + ty * ty, s = sinh(z.real);
-  const {r} den = 1 + beta * s * s;
-  if (fabs(z.real) > 20) return {p}_new(copysign(({r})1, z.real), ty / den);
-  return {p}_new(beta * sqrt(1 + s * s) * s / den, ty / den);
-}}
-inline {t} hal_{p}_pow({t} a, {t} b) {{
-  if (b.real == 0 && b.imag == 0) return {p}_new(1, 0);
-  if (a.real == 0 && a.imag == 0)
-    return (b.real > 0 && b.imag == 0) ? {p}_new(0, 0) : {p}_new(NAN, NAN);
-  if (b.imag == 0 && b.real == rint(b.real) && fabs(b.real) < 100) {{
-    const int n = (int)b.real;
-    int m = abs(n);
-    {t} out = {p}_new(1, 0), x = a;
-    while (m) {{ if (m & 1) out = {p}_mul(out, x); x = {p}_mul(x, x); m >>= 1; }}
-    return n < 0 ? {p}_divide({p}_new(1, 0), out) : out;
-  }}
-  return {p}_pow(a, b);
-}}
-"""
-
-
 def unary_expr(name: str, d: np.dtype) -> str:
     """The C expression of a unary op on `a0` of dtype d."""
     if dt.is_complex(d):
         p = cltypes.cprefix(d)
+        if name in complex_math.UNARY:
+            return f"hal_{p}_{name}(a0)"
         return {"negative": f"{p}_neg(a0)", "abs": f"{p}_abs(a0)", "real": "a0.real",
-                "imag": "a0.imag", "conj": f"{p}_conj(a0)", "sqrt": f"hal_{p}_sqrt(a0)",
-                "tanh": f"hal_{p}_tanh(a0)"}.get(name, f"{p}_{name}(a0)")
+                "imag": "a0.imag", "conj": f"{p}_conj(a0)"}.get(name, f"{p}_{name}(a0)")
     if name == "negative":
         return _wrapping(d, "-", "a0") if dt.is_integer(d) else "-a0"
     if name == "abs":
@@ -88,8 +55,8 @@ def binary_expr(name: str, d: np.dtype) -> str:
         p = cltypes.cprefix(d)
         if name == "equal":
             return "(a0.real == a1.real && a0.imag == a1.imag)"
-        if name == "power":
-            return f"hal_{p}_pow(a0, a1)"
+        if name in complex_math.BINARY:
+            return f"hal_{p}_{complex_math.BINARY[name]}(a0, a1)"
         fn = {"subtract": "sub", "multiply": "mul"}.get(name, name)
         return f"{p}_{fn}(a0, a1)"
     if name in ("add", "subtract", "multiply"):
@@ -105,14 +72,12 @@ def binary_expr(name: str, d: np.dtype) -> str:
 
 
 def _ipow(d) -> str:
-    """A helper for integer powers by squaring (negative exponents give 0, or ±1 for ±1)."""
+    """A helper for integer powers by squaring, wrapping as numpy does. Negative exponents
+    never get here: dispatch refuses them first (the power op's domain in hal/ops.py)."""
     t, u = cltypes.storage(d), cltypes.UNSIGNED[d]
-    negative = ("" if d == dt.uint8 else  # unsigned: no negative exponents to handle
-                "  if (e < 0) return b == 1 ? 1 : (b == -1 ? ((e & 1) ? -1 : 1) : 0);\n")
     return (f"inline {t} ipow_{t}({t} b, {t} e) {{\n"
-            f"{negative}"
-            f"  {u} r = 1, x = ({u})b;\n"
-            f"  while (e) {{ if (e & 1) r *= x; x *= x; e >>= 1; }}\n"
+            f"  {u} r = 1, x = ({u})b, m = ({u})e;\n"
+            f"  while (m) {{ if (m & 1) r *= x; x *= x; m >>= 1; }}\n"
             f"  return ({t})r;\n}}\n")
 
 
@@ -164,7 +129,7 @@ def fused(device, expr: str, *arrays, out_dtype=None):
 # -- registrations ----------------------------------------------------------------------
 def _unary_kernel(name):
     def kernel(device, x):
-        helpers = complex_helpers(x.dtype) if dt.is_complex(x.dtype) else ""
+        helpers = complex_math.helpers(x.dtype) if dt.is_complex(x.dtype) else ""
         return map_arrays(device, name, unary_expr(name, x.dtype), [x],
                           ops.spec(name).meta(x)[1], helpers=helpers)
 
@@ -174,7 +139,7 @@ def _unary_kernel(name):
 def _binary_kernel(name):
     def kernel(device, a, b):
         d = a.dtype
-        helpers = complex_helpers(d) if dt.is_complex(d) else (
+        helpers = complex_math.helpers(d) if dt.is_complex(d) else (
             _ipow(d) if name == "power" and dt.is_integer(d) else "")
         return map_arrays(device, name, binary_expr(name, d), [a, b],
                           ops.spec(name).meta(a, b)[1], helpers=helpers)

@@ -30,9 +30,10 @@ def _run(device, op, expr, x, scale, zero_point, axis, out_dtype):
 
 @kernels.register("quantize_linear", supported("quantize_linear"))
 def quantize_linear(device, x, scale, zero_point, *, axis=-1):
-    """saturate(rint(x / scale) + zero_point) in int8 or uint8 (x divided in float32)."""
+    """saturate(rint(x / scale) + zero_point) in int8 or uint8 (x divided in float32); NaN
+    gives the minimum (fmax of NaN and lo is lo), as the reference and ONNX Runtime do."""
     lo, hi = cltypes.INTEGER_LIMITS[zero_point.dtype]
-    expr = f"clamp(rint((float)a0 / a1) + (float)a2, {float(lo)!r}f, {float(hi)!r}f)"
+    expr = f"fmin(fmax(rint((float)a0 / a1) + (float)a2, {float(lo)!r}f), {float(hi)!r}f)"
     return _run(device, "quantize_linear", expr, x, scale, zero_point, axis, zero_point.dtype)
 
 

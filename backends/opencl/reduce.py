@@ -119,7 +119,7 @@ def reduce(device, op: str, x, kind: str, axis, keepdims: bool, out_dtype, corre
     d = x.dtype
     acc = _acc_type(device, kind, d)
     if divisor is None:
-        divisor = size - correction if kind == "var" else size
+        divisor = max(size - correction, 0) if kind == "var" else size  # numpy's rule
     if kind != "var" and n_out < 64 and size >= 1 << 15:
         parts = min(256, size // 4096)
         first = _Algebra("sum" if kind == "mean" else kind, d, acc, acc)

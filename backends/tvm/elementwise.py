@@ -28,6 +28,8 @@ def _unary_expr(name: str, x):
         return tirx.const(0, tu.dtype_of(x)) - x
     if name == "abs":
         return te.abs(x)
+    if name == "tanh":
+        return tu.tanh(x)
     return getattr(te, name)(x)
 
 

@@ -32,14 +32,15 @@ def _channel(p: te.Tensor, i: tuple, axis: int):
 
 
 def quantize(x: te.Tensor, scale: te.Tensor, zero: te.Tensor, *, axis: int) -> te.Tensor:
-    """saturate(rint(x / scale) + zero_point), divided in float32."""
+    """saturate(rint(x / scale) + zero_point), divided in float32; NaN gives the minimum."""
     out = str(zero.dtype)
-    lo, hi = (-128.0, 127.0) if out == "int8" else (0.0, 255.0)
+    limits = (-128.0, 127.0) if out == "int8" else (0.0, 255.0)
+    lo, hi = (tirx.const(v, "float32") for v in limits)
 
     def value(*i):
         v = x(*i).astype("float32") / _channel(scale, i, axis)
         q = te.nearbyint(v) + _channel(zero, i, axis).astype("float32")  # ties to even
-        return te.max(te.min(q, tirx.const(hi, "float32")), tirx.const(lo, "float32")).astype(out)
+        return tirx.Select(te.isnan(q), lo, te.max(te.min(q, hi), lo)).astype(out)
 
     return te.compute(x.shape, value, name="out")
 

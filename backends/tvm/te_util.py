@@ -49,12 +49,33 @@ def const(value: float, dtype: str):
     return tirx.const(value, dtype)
 
 
+# tanh's odd Taylor coefficients x^3 .. x^9; below |x| = _TANH_SERIES the series is exact
+# to a few ulp in float64, where TVM's exp-based tanh loses relative precision (1 - e^-2x).
+_TANH_TAYLOR = (-1 / 3, 2 / 15, -17 / 315, 62 / 2835)
+_TANH_SERIES = 0.05
+
+
+def tanh(y):
+    """tanh of a float expression, accurate relative to |tanh| also for tiny and subnormal y.
+
+    TVM lowers tanh to (1 - e^-2x) / (1 + e^-2x), which cancels for small |x| (a relative
+    error of ~eps/4|x|, and 0 once e^-2x rounds to 1); there a Taylor series takes over.
+    """
+    d = dtype_of(y)
+    y2 = y * y
+    series = const(_TANH_TAYLOR[-1], d)
+    for c in reversed(_TANH_TAYLOR[:-1]):
+        series = series * y2 + const(c, d)
+    small = y * (const(1, d) + y2 * series)  # a product: tanh(-0) stays -0
+    return tirx.Select(te.abs(y) < const(_TANH_SERIES, d), small, te.tanh(y))
+
+
 def gelu(y, approximate: str = "none"):
     """GELU of a float expression (erf form, or the tanh approximation)."""
     d = dtype_of(y)
     if approximate == "tanh":
         inner = const(SQRT_2_OVER_PI, d) * (y + const(0.044715, d) * y * y * y)
-        return const(0.5, d) * y * (const(1, d) + te.tanh(inner))
+        return const(0.5, d) * y * (const(1, d) + tanh(inner))
     return const(0.5, d) * y * (const(1, d) + te.erf(y * const(1 / math.sqrt(2), d)))
 
 
@@ -63,8 +84,9 @@ def activation(y, name: str | None):
     d = dtype_of(y)
     if name is None:
         return y
-    if name == "relu":
-        return te.max(y, const(0, d))
+    if name == "relu":  # numpy's maximum(y, 0): a NaN stays NaN (te.max would drop it)
+        positive = te.max(y, const(0, d))
+        return tirx.Select(te.isnan(y), y, positive) if "float" in d else positive
     if name == "gelu":
         return gelu(y)
     if name == "gelu_tanh":
@@ -74,5 +96,5 @@ def activation(y, name: str | None):
     if name == "sigmoid":
         return const(1, d) / (const(1, d) + te.exp(-y))
     if name == "tanh":
-        return te.tanh(y)
+        return tanh(y)
     raise ValueError(f"unknown activation {name!r}")
