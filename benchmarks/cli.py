@@ -2,13 +2,49 @@
 
 The `hal` command (the composition root) hands in `write_report`, so a run ends with its
 report without the benchmark layer importing the report layer above it.
+
+The argument types every `hal` subcommand shares (`positive_int`, `positive_float`,
+`non_negative_float`, `probability`) live here: this module imports nothing heavy, and
+the report layer and the `hal` command may import it.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
+
+
+def _number(text: str, kind: type, accept, words: str) -> int | float:
+    """`text` as a `kind` for which `accept` holds, else an argparse error in `words`."""
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give {words}") from None
+    if not (math.isfinite(value) and accept(value)):
+        raise argparse.ArgumentTypeError(f"{text} is out of range; give {words}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1."""
+    return _number(text, int, lambda v: v >= 1, "a whole number of at least 1")
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number above 0."""
+    return _number(text, float, lambda v: v > 0, "a number above 0")
+
+
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite number of at least 0."""
+    return _number(text, float, lambda v: v >= 0, "a number of at least 0")
+
+
+def probability(text: str) -> float:
+    """argparse type: a number strictly between 0 and 1."""
+    return _number(text, float, lambda v: 0 < v < 1, "a number between 0 and 1")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,13 +85,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=positive_float,
         default=300.0,
         help="seconds one measurement may take before it is a timeout (default 300)",
     )
     p.add_argument(
         "--rounds",
-        type=int,
+        type=positive_int,
         default=1,
         help="split each measurement into rounds and alternate the devices (default 1)",
     )

@@ -30,10 +30,12 @@ from benchmarks.schema import (
     DeviceRecord,
     Measurement,
     MeasurementKey,
+    ResultsError,
     ResultWriter,
     RunRecord,
     new_run_id,
     read_results,
+    run_id_problem,
 )
 from benchmarks.timing import merge_peak, merge_rounds
 
@@ -92,6 +94,9 @@ def find_run(resume: str, out_dir: Path) -> Path:
     path = Path(resume)
     if path.suffix == ".jsonl" and path.exists():
         return path
+    problem = run_id_problem(resume)
+    if problem:
+        raise BenchError(f"--resume {resume!r}: {problem}; or give the path of its .jsonl file")
     candidate = out_dir / f"{resume}.jsonl"
     if candidate.exists():
         return candidate
@@ -183,8 +188,11 @@ def run_bench(
     cache_dir = hal.settings.cache_dir
     if resume is not None:
         path = find_run(resume, out_dir)
-        previous = read_results(path)
-        run, config = previous.run, Config(**previous.run.config)
+        try:
+            previous = read_results(path)
+            run, config = previous.run, Config(**previous.run.config)
+        except (ResultsError, TypeError) as exc:
+            raise BenchError(f"cannot resume from {path}: {exc}") from exc
         records = {m.key: m for m in previous.measurements}
         if setup_fingerprint(RunRecord.new(run.id, repo=PACKAGE_ROOT)) != setup_fingerprint(run):
             raise BenchError(

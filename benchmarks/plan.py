@@ -15,7 +15,7 @@ from benchmarks.workload import Workload, suite_names, suite_workloads
 DEFAULT_SUITES = ("peak", "quick")
 
 
-class BenchError(ValueError):
+class BenchError(hal.HalError, ValueError):
     """A bench request that cannot run (unknown suite, backend or dtype; bad resume)."""
 
 

@@ -10,9 +10,11 @@ A file holds, one JSON object per line, each with `"type"` and `"schema"` keys:
   the same key replaces an earlier one.
 - `end` records: when the run (or a resumed part of it) stopped and whether it completed.
 
-Readers skip a truncated or corrupt line with a warning naming file:line, and reject a
-major schema version they do not know. pytest-benchmark JSON files load into the same
-records (`load_pytest_benchmark`); `load_results` picks the reader by file contents.
+Readers skip a truncated or corrupt line, or a record whose fields have the wrong JSON
+types (a list for an object, text for a number, NaN among the samples), with a warning
+naming file:line, and reject a major schema version they do not know. pytest-benchmark
+JSON files load into the same records (`load_pytest_benchmark`); `load_results` picks
+the reader by file contents. A run id names files, so it must be a plain file name.
 """
 
 from __future__ import annotations
@@ -21,15 +23,18 @@ import datetime as _dt
 import hashlib
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import subprocess
+import types
+import typing
 import warnings
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from benchmarks.stats import summarize
+from benchmarks.stats import Summary, summarize
 
 SCHEMA_VERSION = "1.0"
 STATUSES = ("ok", "failed", "skipped", "timeout")
@@ -46,6 +51,7 @@ LIBRARIES = {
 }
 ENV_PREFIXES = ("HAL_", "OPENBLAS_", "MKL_", "MPIR_CVAR_")
 ENV_NAMES = ("OMP_NUM_THREADS",)
+_NEWLINE = b"\n"
 
 MeasurementKey = tuple[str, str, str, str, str, str]
 
@@ -64,9 +70,81 @@ def utc_now() -> str:
 
 
 def _from_dict(cls: type, data: dict[str, Any]) -> Any:
-    """Build dataclass `cls` from `data`, ignoring keys a newer minor version added."""
+    """Build dataclass `cls` from `data`, ignoring keys a newer minor version added;
+    TypeError names a field whose value has the wrong JSON type."""
     names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in names})
+    known = {k: v for k, v in data.items() if k in names}
+    problem = _fields_problem(cls, known, "")
+    if problem:
+        raise TypeError(problem)
+    return cls(**known)
+
+
+_JSON_TYPES = {float: ((int, float), "a number"), int: ((int,), "an integer"),
+               str: ((str,), "text"), bool: ((bool,), "true or false"),
+               list: ((list,), "a list"), dict: ((dict,), "an object")}
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's type in words, for messages."""
+    if value is None:
+        return "null"
+    for expected, (_, words) in _JSON_TYPES.items():
+        if type(value) is expected:
+            return f"{words} ({json.dumps(value, default=str)[:40]})"
+    return type(value).__name__
+
+
+def _fields_problem(cls: type, data: dict[str, Any], prefix: str) -> str | None:
+    """The first field of `data` whose value does not fit dataclass `cls`, in words."""
+    hints = typing.get_type_hints(cls)
+    for name, value in data.items():
+        problem = _type_problem(value, hints[name], prefix + name)
+        if problem:
+            return problem
+    return None
+
+
+def _type_problem(value: Any, hint: Any, name: str) -> str | None:
+    """What makes a JSON value unfit for a field typed `hint` (None when it fits)."""
+    if hint is Any:
+        return None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        problems = [_type_problem(value, a, name) for a in args if a is not type(None)]
+        return None if None in problems else problems[0]
+    if is_dataclass(hint):
+        if isinstance(value, hint):
+            return None
+        if not isinstance(value, dict):
+            return f"{name} is {_kind(value)}, not an object"
+        return _fields_problem(hint, {k: v for k, v in value.items()
+                                      if k in {f.name for f in fields(hint)}}, f"{name}.")
+    base = origin or hint
+    accepted, words = _JSON_TYPES[base]
+    if not isinstance(value, accepted) or (base is not bool and isinstance(value, bool)):
+        return f"{name} is {_kind(value)}, not {words}"
+    if base is list:
+        return next(filter(None, (_type_problem(v, args[0], f"{name}[{i}]")
+                                  for i, v in enumerate(value))), None)
+    if base is dict:
+        return next(filter(None, (_type_problem(v, args[1], f"{name}.{k}")
+                                  for k, v in value.items())), None)
+    return None
+
+
+def run_id_problem(run_id: str) -> str | None:
+    """Why `run_id` cannot name a results file (it would reach outside its directory),
+    or None: a run id is a plain file name, without path separators and not starting
+    with a dot."""
+    if not isinstance(run_id, str) or not run_id:
+        return f"run id {run_id!r} is empty or not text"
+    if any(c in run_id for c in "/\\\0") or run_id.startswith("."):
+        return (f"run id {run_id!r} is not a plain file name (it holds a path separator or "
+                "starts with a dot); use letters, digits, '-', '_' and '.'")
+    return None
 
 
 @dataclass
@@ -160,8 +238,16 @@ class Measurement:
 
     @classmethod
     def from_dict(cls, record: dict[str, Any]) -> Measurement:
-        """A measurement from its JSON record (record keys this version lacks are ignored)."""
-        return _from_dict(cls, record)
+        """A measurement from its JSON record (record keys this version lacks are ignored);
+        TypeError or ValueError says what makes a record unusable."""
+        m = _from_dict(cls, record)
+        if not all(math.isfinite(s) for s in m.samples):
+            raise ValueError("samples hold NaN or infinity")
+        for name in {f.name for f in fields(Summary)} & set(m.stats or {}):
+            problem = _type_problem(m.stats[name], float | None, f"stats.{name}")
+            if problem:
+                raise TypeError(problem)
+        return m
 
 
 def measurement_key(
@@ -208,6 +294,9 @@ class RunRecord:
     config: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        problem = run_id_problem(self.id)
+        if problem:
+            raise ValueError(problem)
         self.devices = [
             _from_dict(DeviceRecord, d) if isinstance(d, dict) else d for d in self.devices
         ]
@@ -346,12 +435,40 @@ def relevant_env() -> dict[str, str]:
 
 
 class ResultWriter:
-    """Appends records to a results file, flushing and fsyncing each one as it is written."""
+    """Appends records to a results file, flushing and fsyncing each one as it is written.
+
+    A file whose last line lacks its newline (a write cut short by a crash) is mended
+    first, with a warning naming file:line, so that the next record starts a line of its
+    own: a whole record gets its newline, an unfinished one is cut off.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._mend_torn_tail()
         self._file: TextIO = open(self.path, "a", encoding="utf-8")
+
+    def _mend_torn_tail(self) -> None:
+        try:
+            f = open(self.path, "rb+")
+        except FileNotFoundError:
+            return
+        with f:
+            data = f.read()
+            if not data or data.endswith(_NEWLINE):
+                return
+            start = data.rfind(_NEWLINE) + 1
+            where = f"{self.path}:{data.count(_NEWLINE) + 1}"
+            try:
+                json.loads(data[start:])
+            except ValueError:
+                f.truncate(start)
+                warnings.warn(f"{where}: cut off a torn last line ({len(data) - start} bytes "
+                              "of an unfinished record) before appending", stacklevel=3)
+            else:
+                f.write(_NEWLINE)
+                warnings.warn(f"{where}: the last record lacked its newline; added it before "
+                              "appending", stacklevel=3)
 
     def _write(self, record: dict[str, Any]) -> None:
         """Write one JSON line and make it durable."""
@@ -413,6 +530,14 @@ def completed_keys(results: Results, rounds: int = 1) -> set[MeasurementKey]:
     return results.completed_keys(rounds)
 
 
+@dataclass
+class _End:
+    """The fields of an `end` record that a reader uses."""
+
+    completed: bool = False
+    end: str | None = None
+
+
 def _check_version(version: Any, where: str) -> None:
     """Raise SchemaVersionError unless `version` has this reader's major version."""
     major = str(SCHEMA_VERSION).split(".")[0]
@@ -440,14 +565,14 @@ def read_results(path: Path) -> Results:
         where = f"{path}:{lineno}"
         try:
             record = json.loads(line)
-            if not isinstance(record, dict) or "type" not in record:
-                raise ValueError("not a record object with a 'type'")
+            if not (isinstance(record, dict) and isinstance(record.get("type"), str)
+                    and isinstance(record.get("schema"), str)):
+                raise ValueError("not a record object with a 'type' and a 'schema'")
         except ValueError as exc:
             warnings.warn(f"{where}: skipped a truncated or corrupt line ({exc})", stacklevel=2)
             continue
-        _check_version(record.get("schema"), where)
+        _check_version(record.pop("schema"), where)
         kind = record.pop("type")
-        record.pop("schema", None)
         try:
             if kind == "run":
                 run = _from_dict(RunRecord, record)
@@ -455,9 +580,10 @@ def read_results(path: Path) -> Results:
                 m = Measurement.from_dict(record)
                 by_key[m.key] = m
             elif kind == "end":
-                completed = bool(record.get("completed"))
+                end = _from_dict(_End, record)
+                completed = end.completed
                 if run is not None:
-                    run.end = record.get("end")
+                    run.end = end.end
             else:
                 raise ValueError(f"unknown record type {kind!r}")
         except (TypeError, ValueError) as exc:
@@ -467,11 +593,45 @@ def read_results(path: Path) -> Results:
     return Results(path=path, run=run, measurements=list(by_key.values()), completed=completed)
 
 
+@dataclass
+class _PytestBenchmarkStats:
+    """The statistics of a pytest-benchmark entry that are read (seconds)."""
+
+    data: list[float] | None = None
+    rounds: int | None = None
+    iterations: int | None = None
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    stddev: float | None = None
+    q1: float | None = None
+    q3: float | None = None
+    iqr: float | None = None
+    ops: float | None = None
+
+
+@dataclass
+class _PytestBenchmarkEntry:
+    """The fields of one entry of a pytest-benchmark file's `benchmarks` list that are read."""
+
+    name: str = ""
+    group: str | None = None
+    params: dict[str, Any] | None = None
+    options: dict[str, Any] | None = None
+    stats: _PytestBenchmarkStats | None = None
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """`value` if it is a JSON object, else an empty one (optional pytest-benchmark parts)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _pytest_benchmark_host(machine: dict[str, Any]) -> dict[str, Any]:
     """Map pytest-benchmark's machine_info onto the host part of a run record."""
-    cpu = machine.get("cpu") or {}
+    cpu = _object(machine.get("cpu"))
     return {
-        "cpu": cpu.get("brand_raw") or machine.get("processor") or "",
+        "cpu": str(cpu.get("brand_raw") or machine.get("processor") or ""),
         "machine": machine.get("machine"),
         "cores": cpu.get("count"),
         "usable_cores": None,
@@ -481,14 +641,20 @@ def _pytest_benchmark_host(machine: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _pytest_benchmark_measurement(bench: dict[str, Any], timer: str) -> Measurement:
-    """One pytest-benchmark entry as a measurement (raw samples when the file has them)."""
-    params = dict(bench.get("params") or {})
-    backend = params.pop("backend", None) or bench.get("group") or "unknown"
+def _pytest_benchmark_measurement(bench: Any, timer: str) -> Measurement:
+    """One pytest-benchmark entry as a measurement (raw samples when the file has them);
+    TypeError or ValueError says what makes an entry unusable."""
+    if not isinstance(bench, dict):
+        raise TypeError(f"the entry is {_kind(bench)}, not an object")
+    entry = _from_dict(_PytestBenchmarkEntry, bench)
+    params = dict(entry.params or {})
+    backend = params.pop("backend", None) or entry.group or "unknown"
     device = str(params.pop("device", "unknown"))
     dtype = str(params.pop("dtype", "unknown"))
-    st = bench.get("stats") or {}
-    samples = [float(s) for s in st.get("data") or []]
+    st = entry.stats or {}
+    samples = st.get("data") or []
+    if not all(math.isfinite(x) for x in samples):
+        raise ValueError("stats.data holds NaN or infinity")
     stats: dict[str, Any] | None
     if samples:
         stats = summarize(samples).to_dict()
@@ -508,10 +674,10 @@ def _pytest_benchmark_measurement(bench: dict[str, Any], timer: str) -> Measurem
             "ci_high": None,
             "ci_coverage": None,
         }
-    options = bench.get("options") or {}
+    options = entry.options or {}
     return Measurement(
         suite="pytest-benchmark",
-        workload=str(bench.get("name", "")).split("[")[0],
+        workload=entry.name.split("[")[0],
         params={
             k: v if isinstance(v, (int, float, str, bool)) or v is None else str(v)
             for k, v in params.items()
@@ -523,7 +689,7 @@ def _pytest_benchmark_measurement(bench: dict[str, Any], timer: str) -> Measurem
         sync="none",
         warmup=int(bool(options.get("warmup"))),
         inner_loops=int(st.get("iterations") or 1),
-        samples=samples,
+        samples=[float(x) for x in samples],
         stats=stats,
         metrics={"items_per_s": st["ops"]} if st.get("ops") else {},
     )
@@ -534,17 +700,19 @@ def load_pytest_benchmark(path: Path) -> Results:
 
     suite = "pytest-benchmark"; the backend comes from a `backend` param, else the
     benchmark's group, else "unknown"; raw samples are kept when saved with
-    `--benchmark-save-data`, otherwise the file's own statistics are used (no CI).
+    `--benchmark-save-data`, otherwise the file's own statistics are used (no CI). An
+    entry with fields of the wrong type is skipped with a warning naming the file and
+    the entry (its index in `benchmarks` and its name).
     """
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ResultsError(f"cannot read pytest-benchmark file {path}: {exc}") from exc
-    if not isinstance(data, dict) or "benchmarks" not in data:
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise ResultsError(f"{path}: not a pytest-benchmark JSON file (no 'benchmarks' list)")
-    machine = data.get("machine_info") or {}
-    commit = data.get("commit_info") or {}
+    machine = _object(data.get("machine_info"))
+    commit = _object(data.get("commit_info"))
     run = RunRecord(
         id=path.stem,
         start=str(data.get("datetime", "")),
@@ -555,7 +723,14 @@ def load_pytest_benchmark(path: Path) -> Results:
     )
     run.fingerprint = run.compute_fingerprint()
     timer = str(machine.get("timer") or "perf_counter")
-    measurements = [_pytest_benchmark_measurement(b, timer) for b in data["benchmarks"]]
+    measurements = []
+    for i, bench in enumerate(data["benchmarks"]):
+        try:
+            measurements.append(_pytest_benchmark_measurement(bench, timer))
+        except (TypeError, ValueError) as exc:
+            name = _object(bench).get("name")
+            warnings.warn(f"{path}: skipped benchmarks[{i}]" + (f" ({name})" if name else "")
+                          + f": {exc}", stacklevel=2)
     return Results(path=path, run=run, measurements=measurements, completed=True)
 
 

@@ -21,8 +21,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     from .errors import HalError
+    from .settings import settings
 
     try:
+        settings.check()
         return int(args.func(args) or 0)
     except HalError as e:
         print(f"hal: {e}", file=sys.stderr)
@@ -34,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
+    from benchmarks.cli import positive_int  # the argument types all subcommands share
+
     parser = argparse.ArgumentParser(
         prog="hal", description="Hardware abstraction layer and benchmarking harness.")
     sub = parser.add_subparsers(metavar="command")
@@ -46,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "device 0 of every available backend)")
     c.add_argument("--ops", nargs="+", metavar="OP", help="only these ops")
     c.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
-    c.add_argument("--examples", type=int, default=20, help="hypothesis examples per cell")
+    c.add_argument("--examples", type=positive_int, default=20,
+                   help="hypothesis examples per cell (at least 1)")
     c.add_argument("--json", action="store_true", help="print the reports as JSON")
     c.set_defaults(func=conformance)
     for module in ("benchmarks.cli", "reports.cli"):
@@ -91,7 +96,7 @@ def devices(args) -> int:
     """`hal devices`: every registered backend, available or why not, with its devices."""
     from . import dtypes as dt
     from . import ops
-    from .errors import BackendUnavailable
+    from .errors import HalError
     from .registry import registry
 
     rows = []
@@ -99,10 +104,10 @@ def devices(args) -> int:
     for name in registry.names():
         row = {"backend": name, "available": False, "reason": "", "devices": []}
         try:
-            backend = registry.get(name)
+            backend = registry.get(name)  # a plugin's failures come back as reasons
             row["reason"] = backend.why_unavailable() or ""
             row["available"] = not row["reason"]
-            table = backend.kernels
+            table = backend.kernels  # filled once the backend says it is available
             covered = sorted(table.ops()) if table else []
             row["ops_with_kernels"] = f"{len(covered)}/{len(all_ops)}"
             row["missing_ops"] = [o for o in all_ops if o not in covered]
@@ -112,8 +117,8 @@ def devices(args) -> int:
                                        "memory_bytes": caps.memory_bytes,
                                        "dtypes": list(caps.dtypes),
                                        "unsupported": dict(caps.unsupported)})
-        except BackendUnavailable as e:
-            row["reason"] = str(e)
+        except HalError as e:
+            row["available"], row["reason"] = False, str(e)
         rows.append(row)
     for name, why in registry.broken().items():
         if not any(r["backend"] == name for r in rows):
@@ -122,20 +127,22 @@ def devices(args) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="hal backends")
     for column in ("backend", "status", "device", "dtypes", "ops with kernels"):
         table.add_column(column)
-    for r in rows:
-        status = "[green]available[/]" if r["available"] else f"[red]unavailable[/]: {r['reason']}"
+    for r in rows:  # reasons are text, not markup: "pip install -e '.[cuda]'" keeps [cuda]
+        status = ("[green]available[/]" if r["available"] else
+                  f"[red]unavailable[/]: {escape(r['reason'])}")
         devs = r["devices"] or [None]
         for i, dev in enumerate(devs):
             missing = [] if dev is None else [n for n in dt.names(dt.ALL)
                                                 if n not in dev["dtypes"]]
             dtypes = "" if dev is None else (
                 f"all {len(dev['dtypes'])}" if not missing else f"all but {', '.join(missing)}")
-            label = "" if dev is None else f"{dev['device']}: {dev['name']}"
+            label = "" if dev is None else escape(f"{dev['device']}: {dev['name']}")
             table.add_row(r["backend"] if i == 0 else "", status if i == 0 else "", label,
                           dtypes, r.get("ops_with_kernels", "") if i == 0 else "")
     Console().print(table)

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from benchmarks.cli import non_negative_float, probability
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `report` and `compare` subcommands; each sets `func(args) -> exit code`."""
@@ -48,13 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--baseline", default="cpu", help="baseline backend for --across")
     c.add_argument(
         "--threshold",
-        type=float,
+        type=non_negative_float,
         default=0.05,
         help="relative change that counts (default 0.05 = 5%%)",
     )
     c.add_argument(
         "--alpha",
-        type=float,
+        type=probability,
         default=0.01,
         help="Mann-Whitney p-value below which a change is significant",
     )

@@ -12,30 +12,26 @@ A JSON line per tuning run is appended to the database's `runs.jsonl`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 
 def register(subparsers) -> None:
     """Add `hal tune` to the hal command line (the `hal.commands` entry point)."""
+    from benchmarks.cli import positive_float, positive_int  # the hal command's shared types
+
     p = subparsers.add_parser("tune", help="autotune TVM kernels (meta_schedule) for workloads")
     p.add_argument("--workload", action="append", metavar="NAME[:SHAPE]",
                    help="workload to tune (repeatable; default: gemm, linear_gelu, qmatmul)")
-    p.add_argument("--trials", type=_positive, default=64, help="trials per kernel (default 64)")
-    p.add_argument("--time-limit", type=float, metavar="S", help="stop tuning after S seconds")
+    p.add_argument("--trials", type=positive_int, default=64,
+                   help="trials per kernel (default 64)")
+    p.add_argument("--time-limit", type=positive_float, metavar="S",
+                   help="stop tuning after S seconds")
     p.add_argument("--more", action="store_true",
                    help="tune kernels that are tuned already too (default: skip them)")
     p.add_argument("--device", default="tvm:0", help="the TVM device to tune for")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.set_defaults(func=tune_command)
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def tune_command(args) -> int:
@@ -67,6 +63,7 @@ def tune(specs, device_name: str, trials: int, time_limit: float | None, console
     if device.backend.name != "tvm":
         raise HalError(f"hal tune tunes TVM kernels; {device_name} is a "
                        f"{device.backend.name} device (use --device tvm:0)")
+    tuning.check_database(device.info)  # before any kernel compiles and warns about it
     compiler = device.compiler
     captured = []
     with compiler.capture() as found:

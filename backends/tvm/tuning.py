@@ -5,6 +5,12 @@ Workloads are the PrimFuncs the kernels compile (captured by running the hal ops
 so what is tuned is exactly what later runs. The database keeps every finished trial
 as it is measured, so an interrupted or time-limited tuning keeps its work.
 
+TVM's JSONDatabase takes the process down (a segfault or abort, not an exception) on some
+files that are valid JSON but not of the shape it writes: a record that is an object or
+null, a null run time, a decision naming no instruction, a blank line. So every database
+is checked line by line in Python before TVM reads it (`database_problem`); a damaged one
+is named in a warning, kernels keep the default schedule, and `hal tune` refuses it.
+
 Two fixes to the installed TVM 0.27 live here: its x86 intrinsics module imports the
 CUDA/ROCm/ARM intrinsic modules too (about 31 s per process, longer than the builder's
 timeout), so those are stubbed before import, in this process and in every builder
@@ -14,9 +20,13 @@ so it is registered again with uint8x64/int8x64 operands.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import functools
+import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -123,6 +133,95 @@ def _register_vnni() -> None:
     sys.modules[__name__]._vnni_registered = True
 
 
+def _files(directory: Path) -> tuple[Path, Path]:
+    """The workload and tuning record files of the database in `directory`."""
+    return directory / "database_workload.json", directory / "database_tuning_record.json"
+
+
+def database_problem(directory: Path) -> str | None:
+    """Why the tuning database in `directory` must not be handed to TVM ("file:line: what
+    is wrong"), or None when each line has the shape TVM writes (or there is no database)."""
+    workloads, records = _files(directory)
+    count, problem = _check_lines(workloads, _workload_problem)
+    if problem is None:
+        problem = _check_lines(records, functools.partial(_record_problem, workloads=count))[1]
+    return problem
+
+
+def _check_lines(path: Path, check: Callable[[object], str | None]) -> tuple[int, str | None]:
+    """(lines in `path`, the first problem as "file:line: what" or None)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    except (OSError, UnicodeDecodeError) as e:
+        return 0, f"{path}: cannot be read ({e})"
+    for number, line in enumerate(lines, start=1):
+        try:
+            problem = check(json.loads(line)) if line.strip() else "a blank line"
+        except (ValueError, RecursionError) as e:
+            problem = f"not JSON ({type(e).__name__}: {e})"
+        if problem:
+            return number, f"{path}:{number}: {problem}"
+    return len(lines), None
+
+
+def _is_list(value, length: int | None = None) -> bool:
+    return isinstance(value, list) and (length is None or len(value) == length)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _workload_problem(line) -> str | None:
+    """What is wrong with a workload line: it is [structural hash, base64 of the module]."""
+    if not (_is_list(line, 2) and all(isinstance(v, str) for v in line)):
+        return "a workload is [structural hash, base64 module], two strings"
+    try:
+        base64.b64decode(line[1], validate=True)
+    except binascii.Error:
+        return "the workload's module is not base64"
+    return None
+
+
+def _record_problem(line, workloads: int) -> str | None:
+    """What is wrong with a tuning record line: it is [workload index, [trace, run seconds,
+    target, argument info]], the trace [instructions, decisions]."""
+    if not (_is_list(line, 2) and _is_int(line[0]) and _is_list(line[1], 4)):
+        return "a record is [workload index, [trace, run seconds, target, argument info]]"
+    index, (trace, seconds, target, args) = line
+    if not 0 <= index < workloads:
+        return f"workload index {index} is not one of the file's {workloads} workloads"
+    if not (_is_list(trace, 2) and _is_list(trace[0]) and _is_list(trace[1])):
+        return "the trace is not [instructions, decisions]"
+    instructions, decisions = trace
+    if not all(_is_list(i, 4) and isinstance(i[0], str) and all(map(_is_list, i[1:]))
+               for i in instructions):
+        return "an instruction is not [name, inputs, attributes, outputs]"
+    if not all(_is_list(d, 2) and _is_int(d[0]) and 0 <= d[0] < len(instructions)
+               for d in decisions):
+        return "a decision is not [index of an instruction, value]"
+    if seconds is not None and not (_is_list(seconds) and all(
+            isinstance(s, int | float) and not isinstance(s, bool) and math.isfinite(s)
+            for s in seconds)):
+        return "the run seconds are not a list of finite numbers"
+    if target is not None and not (isinstance(target, dict)
+                                   and isinstance(target.get("kind"), str)):
+        return "the target is not an object with a 'kind'"
+    if args is not None and not (_is_list(args) and all(
+            _is_list(a) and a and isinstance(a[0], str) for a in args)):
+        return "the argument info is not a list of [kind, ...] lists"
+    return None
+
+
+def check_database(info: TargetInfo) -> None:
+    """Raise HalError naming the file and what to do if the target's database is damaged."""
+    directory = database_dir(info)
+    problem = database_problem(directory)
+    if problem:
+        raise hal.HalError(f"tuning database {directory} is damaged ({problem}); delete or "
+                           "move that directory, then run `hal tune` again")
+
+
 def open_database(info: TargetInfo):
     """The target's JSONDatabase, or None when there is none (or it cannot be read: a
     TuningDatabaseWarning names the file, and kernels keep the default schedule)."""
@@ -131,22 +230,23 @@ def open_database(info: TargetInfo):
     directory = database_dir(info)
     if directory in _databases:
         return _databases[directory]
-    records = directory / "database_tuning_record.json"
-    workloads = directory / "database_workload.json"
+    workloads, records = _files(directory)
     if not records.exists():
         return None
-    prepare()
-    try:
-        db = ms.database.JSONDatabase(path_workload=str(workloads),
-                                      path_tuning_record=str(records), allow_missing=True)
-    except Exception as e:
+    db, problem = None, database_problem(directory)
+    if problem is None:
+        prepare()
+        try:
+            db = ms.database.JSONDatabase(path_workload=str(workloads),
+                                          path_tuning_record=str(records),
+                                          allow_missing=True)
+        except Exception as e:
+            problem = f"{records}: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:300]}"
+    if problem:
         warnings.warn(
-            f"tuning database {records} (with {workloads.name}) cannot be read "
-            f"({type(e).__name__}: "
-            f"{str(e).splitlines()[0][:300]}); kernels use the default schedule. Delete "
-            f"the directory or run `hal tune` again to rebuild it.", TuningDatabaseWarning,
-            stacklevel=2)
-        db = None
+            f"tuning database {directory} cannot be used ({problem}); kernels use the default "
+            "schedule. Delete or move that directory, then run `hal tune` again to rebuild it.",
+            TuningDatabaseWarning, stacklevel=2)
     _databases[directory] = db
     return db
 
@@ -202,17 +302,15 @@ def lookup(func, info: TargetInfo):
 
 def runs(info: TargetInfo, last: int = 10) -> list[dict]:
     """The last `hal tune` runs for a target (from the database's runs.jsonl), newest last."""
-    import json
-
     try:
         lines = (database_dir(info) / "runs.jsonl").read_text().splitlines()
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return []
     found = []
     for line in lines[-last:]:
         with contextlib.suppress(ValueError):
             found.append(json.loads(line))
-    return found
+    return [run for run in found if isinstance(run, dict)]
 
 
 @dataclass
@@ -239,6 +337,7 @@ def tune(funcs: list, info: TargetInfo, trials: int, time_limit: float | None = 
     from tvm.ir.utils import derived_object
     from tvm.s_tir import meta_schedule as ms
 
+    check_database(info)
     prepare()
     directory = database_dir(info)
     directory.mkdir(parents=True, exist_ok=True)

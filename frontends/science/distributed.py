@@ -3,6 +3,9 @@
 The grid rows 0..N-1 (row 0 the boundary, see `multigrid.py`) are split into equal
 blocks, one per rank; a halo exchange (mpi4py Sendrecv of one row each way) gives every
 block the rows next to it. mpi4py moves the rows; every number is computed in hal ops.
+Every rank must make the same calls with the same sizes and dtypes: `distributed_level`
+checks that (`same_on_every_rank`) before its first collective, so a mismatch is a
+HalError on every rank rather than a hang or rows of different sizes mixed.
 
     comm = MPI.COMM_WORLD
     level = distributed_level(comm, 64)
@@ -93,18 +96,42 @@ def global_norm(comm):
     return lambda r: global_sum(comm, r * r) ** 0.5
 
 
+def same_on_every_rank(comm, what: str, **values) -> None:
+    """Raise hal.HalError on every rank unless every rank passed the same `values` (one
+    allgather; call it before the collectives that the values size)."""
+    seen = comm.allgather({k: repr(v) for k, v in values.items()})
+    differ = sorted({k for s in seen for k in s if len({t.get(k) for t in seen}) > 1})
+    if differ:
+        detail = "; ".join(f"{k}: " + ", ".join(
+            f"{v} on rank(s) {', '.join(str(r) for r, s in enumerate(seen) if s.get(k) == v)}"
+            for v in dict.fromkeys(s.get(k) for s in seen)) for k in differ)
+        raise hal.HalError(f"{what}: the ranks were given different arguments ({detail}); "
+                           "every rank must call it with the same ones")
+
+
 def distributed_level(comm, n: int, dtype="float64", device=None,
                       hierarchy: bool = True) -> Level:
     """The finest level of an N-interval grid split across the ranks of comm.
 
     With `hierarchy` (multigrid; N must be a power of two) coarser levels stay split
     while a block keeps at least one row; the level whose blocks are single rows is
-    gathered and solved whole on every rank.
+    gathered and solved whole on every rank. Every rank must pass the same n, dtype and
+    hierarchy (each may have its own device).
     """
+    same_on_every_rank(comm, "distributed_level", n=n, dtype=_dtype_name(dtype),
+                       hierarchy=hierarchy)
     part = Partition(n, comm.Get_size(), comm.Get_rank())
     if hierarchy:
         checks.require_power_of_two("distributed multigrid", n)
     return _level(comm, n, part.rows, part.row0, hal.dtype(dtype), hal.device(device))
+
+
+def _dtype_name(dtype) -> str:
+    """The dtype's name, or what was given where it is no dtype (refused after the check)."""
+    try:
+        return hal.dtype(dtype).name
+    except hal.HalError:
+        return repr(dtype)
 
 
 def _level(comm, n, rows, row0, dtype, device) -> Level:

@@ -6,7 +6,10 @@
 
 Rank 0 prints one JSON line: the case, ranks, size, seconds, and the case's figures
 (jacobi: sha256 of the gathered field; multigrid: factor per V-cycle; schwarz: CG
-iterations). A bad size is a message on stderr and exit status 2.
+iterations). A rank that fails (a bad size, a bad argument, arguments that differ from
+the other ranks') prints its message, prefixed with its rank, and aborts the whole job
+with exit status 2 (1 for an unexpected exception, with its traceback): the other ranks
+never wait on a rank that is gone.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import hashlib
 import json
 import sys
 import time
+import traceback
 
 import numpy as np
 
@@ -63,9 +67,34 @@ CASES = {"jacobi": _jacobi, "multigrid": _multigrid, "schwarz": _schwarz}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the case, run it on every rank, print rank 0's JSON line."""
+    """Parse the case, run it on every rank, print rank 0's JSON line; a rank that fails
+    aborts the job (`comm.Abort`) after printing why."""
     from mpi4py import MPI
 
+    comm = MPI.COMM_WORLD
+    try:
+        args = _arguments(argv)
+        distributed.same_on_every_rank(comm, "mpi_run", **{
+            k: v for k, v in vars(args).items() if k != "device"})  # devices may differ
+        level = distributed.distributed_level(comm, args.n, args.dtype, args.device,
+                                              hierarchy=args.case == "multigrid")
+        result = CASES[args.case](comm, level, args)
+    except SystemExit as exc:  # argparse printed the message (or --help, code 0)
+        if exc.code:
+            _abort(comm, "bad arguments (see above)", 2)
+        raise
+    except hal.HalError as exc:
+        _abort(comm, f"{type(exc).__name__}: {exc}", 2)
+    except Exception:
+        _abort(comm, traceback.format_exc().rstrip(), 1)
+    if comm.Get_rank() == 0:
+        print(json.dumps({"case": args.case, "ranks": comm.Get_size(), "n": args.n,
+                          "dtype": args.dtype, **result}), flush=True)
+    return 0
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The parsed command line; counts out of range are argparse errors."""
     parser = argparse.ArgumentParser(prog="python -m frontends.science.mpi_run")
     parser.add_argument("case", choices=sorted(CASES))
     parser.add_argument("--n", type=int, default=64, help="grid intervals (power of two)")
@@ -77,18 +106,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--post", type=int, default=1)
     parser.add_argument("--tol", type=float, default=1e-8, help="CG relative residual")
     args = parser.parse_args(argv)
-    comm = MPI.COMM_WORLD
-    try:
-        level = distributed.distributed_level(comm, args.n, args.dtype, args.device,
-                                              hierarchy=args.case == "multigrid")
-        result = CASES[args.case](comm, level, args)
-    except hal.HalError as exc:
-        print(f"rank {comm.Get_rank()}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
-    if comm.Get_rank() == 0:
-        print(json.dumps({"case": args.case, "ranks": comm.Get_size(), "n": args.n,
-                          "dtype": args.dtype, **result}), flush=True)
-    return 0
+    if args.cycles < 1 or min(args.iterations, args.pre, args.post) < 0 or not args.tol > 0:
+        parser.error("--cycles must be at least 1, --iterations, --pre and --post at least 0, "
+                     "and --tol above 0")
+    return args
+
+
+def _abort(comm, message: str, code: int) -> None:
+    """Print why this rank fails, then end every rank of the job (no rank waits on it)."""
+    print(f"rank {comm.Get_rank()} of {comm.Get_size()}: {message}", file=sys.stderr,
+          flush=True)
+    comm.Abort(code)
 
 
 if __name__ == "__main__":

@@ -8,13 +8,16 @@ what they find on disk is what the test put there.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import textwrap
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -207,6 +210,158 @@ def test_corrupt_tuning_database_warns_with_its_path_and_uses_the_default(tmp_pa
         warnings.simplefilter("ignore", tuning.TuningDatabaseWarning)
         compiled = compiler.build("double", "k", func, tmp_path / "double.so")
     assert compiled.schedule == "default"
+
+
+_TARGET = {"keys": ["cpu"], "kind": "llvm", "num-cores": 2}
+_ARGS = [["TENSOR", "float32", [64]], ["TENSOR", "float32", [64]]]
+_GET = ["GetSBlock", [], ["out", "main"], ["b0"]]
+_SAMPLE = [[_GET, ["GetLoops", ["b0"], [], ["l1"]],
+            ["SamplePerfectTile", ["l1"], [2, 16], ["v2", "v3"]]], [[2, [4, 16]]]]
+# Valid JSON of the wrong shape. The first five, and a blank line, took TVM 0.27's
+# JSONDatabase down (a segfault or abort, no exception) before the files were checked.
+DAMAGED_RECORDS = {
+    "record is an object": ({"workload": 0}, "a record is [workload index"),
+    "record is null": (None, "a record is [workload index"),
+    "null run seconds": ([0, [_SAMPLE, [None], _TARGET, _ARGS]], "run seconds are not"),
+    "decision past the trace": ([0, [[_SAMPLE[0], [[7, [4, 16]]]], [1e-5], _TARGET, _ARGS]],
+                                "a decision is not"),
+    "negative decision": ([0, [[_SAMPLE[0], [[-1, [4, 16]]]], [1e-5], _TARGET, _ARGS]],
+                          "a decision is not"),
+    "missing fields": ([0, [_SAMPLE, [1e-5]]], "a record is [workload index"),
+    "workload index past the file": ([3, [_SAMPLE, [1e-5], _TARGET, _ARGS]],
+                                     "workload index 3 is not one of the file's 1"),
+    "trace is text": ([0, ["trace", [1e-5], _TARGET, _ARGS]], "the trace is not"),
+    "instruction is a number": ([0, [[[5], []], [1e-5], _TARGET, _ARGS]], "an instruction"),
+    "run seconds are text": ([0, [_SAMPLE, "fast", _TARGET, _ARGS]], "run seconds are not"),
+    "run seconds are NaN": ([0, [_SAMPLE, [float("nan")], _TARGET, _ARGS]], "finite numbers"),
+    "target is a number": ([0, [_SAMPLE, [1e-5], 5, _ARGS]], "the target is not"),
+    "argument info is a dict": ([0, [_SAMPLE, [1e-5], _TARGET, [{"a": 1}]]], "argument info"),
+}
+
+
+@functools.cache
+def _workload_line() -> str:
+    """The line TVM writes to database_workload.json for the `_double` kernel."""
+    from tvm import ir
+    from tvm.s_tir import meta_schedule as ms
+
+    with tempfile.TemporaryDirectory() as directory:
+        db = ms.database.JSONDatabase(work_dir=directory, allow_missing=True)
+        db.commit_workload(ir.IRModule({"main": _double()}))
+        return (Path(directory) / "database_workload.json").read_text().strip()
+
+
+def _damaged_database(directory, case: str) -> None:
+    """A tuning database with the workload of `_double` and the damaged record of `case`
+    (a blank line, a workload line that is a number, or one of DAMAGED_RECORDS)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    workload = _workload_line()
+    record = json.dumps([0, [_SAMPLE, [1e-5], _TARGET, _ARGS]])
+    if case == "blank line":
+        record = record + "\n"
+    elif case == "workload is a number":
+        workload = "5"
+    else:
+        record = json.dumps(DAMAGED_RECORDS[case][0])
+    (directory / "database_workload.json").write_text(workload + "\n")
+    (directory / "database_tuning_record.json").write_text(record + "\n")
+
+
+DAMAGED = [*DAMAGED_RECORDS, "blank line", "workload is a number"]
+
+
+@pytest.mark.parametrize("case", DAMAGED)
+def test_damaged_tuning_database_is_named_with_its_line(tmp_path, case):
+    _damaged_database(tmp_path, case)
+    problem = tuning.database_problem(tmp_path)
+    if case == "workload is a number":
+        assert problem.startswith(f"{tmp_path / 'database_workload.json'}:1: a workload is")
+    else:
+        line = 2 if case == "blank line" else 1
+        what = "a blank line" if case == "blank line" else DAMAGED_RECORDS[case][1]
+        assert problem.startswith(f"{tmp_path / 'database_tuning_record.json'}:{line}: ")
+        assert what in problem
+
+
+def test_a_database_as_tvm_writes_it_passes_the_check(tmp_path):
+    from tvm import ir
+    from tvm.s_tir import Schedule
+    from tvm.s_tir import meta_schedule as ms
+
+    func = _double()
+    mod = ir.IRModule({"main": func})
+    db = ms.database.JSONDatabase(work_dir=str(tmp_path), allow_missing=True)
+    workload = db.commit_workload(mod)
+    sch = Schedule(mod)
+    (loop,) = sch.get_loops(sch.get_sblock("out"))
+    sch.split(loop, sch.sample_perfect_tile(loop, n=2))
+    for seconds, tgt in (([1e-5], target.host().target), (None, None)):
+        db.commit_tuning_record(ms.database.TuningRecord(
+            sch.trace, workload, seconds, tgt, ms.arg_info.ArgInfo.from_prim_func(func)))
+    assert len((tmp_path / "database_tuning_record.json").read_text().splitlines()) == 2
+    assert tuning.database_problem(tmp_path) is None
+    assert tuning.database_problem(tmp_path / "none there") is None
+
+
+def _double():
+    from tvm import te
+
+    a = te.placeholder((64,), "float32", name="in0")
+    return te.create_prim_func([a, te.compute((64,), lambda i: a[i] * 2, name="out")])
+
+
+def test_damaged_tuning_databases_never_crash_and_keep_the_default_schedule(tmp_path,
+                                                                          monkeypatch):
+    """Every damaged database, in one process: a warning naming the file, no tuned schedule,
+    a kernel built with the default schedule, and the device's capabilities name the file
+    (so benchmark records say why nothing was tuned)."""
+    for case in DAMAGED:
+        monkeypatch.setattr(hal.settings, "cache_dir", tmp_path / case)
+        _damaged_database(tuning.database_dir(target.host()), case)
+    done = _run_last_line(f"""
+        import json, pathlib, warnings
+        import hal
+        from backends.tvm import target, tuning
+        from backends.tvm.compiler import Compiler
+        from tvm import te
+
+        a = te.placeholder((64,), "float32", name="in0")
+        func = te.create_prim_func([a, te.compute((64,), lambda i: a[i] * 2, name="out")])
+        info, seen = target.host(), {{}}
+        for case in {DAMAGED!r}:
+            hal.settings.cache_dir = pathlib.Path({str(tmp_path)!r}) / case
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                found = tuning.lookup(func, info)
+                built = Compiler(info, hal.settings.cache_dir).build(
+                    "double", "k", func, hal.settings.cache_dir / "double.so")
+            named = [str(w.message) for w in caught
+                     if w.category is tuning.TuningDatabaseWarning
+                     and str(tuning.database_dir(info)) in str(w.message)]
+            seen[case] = {{"found": found is not None, "schedule": built.schedule,
+                           "named": len(named)}}
+        seen["capabilities"] = hal.device("tvm:0").capabilities.extra["tuning_database_problem"]
+        print(json.dumps(seen))
+    """, tmp_path / "unused")
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout)
+    assert "database_workload.json:1: a workload is" in seen.pop("capabilities")
+    assert seen == {case: {"found": False, "schedule": "default", "named": 1}
+                    for case in DAMAGED}
+
+
+def test_tune_on_a_damaged_database_is_one_line(tmp_path, monkeypatch, capsys):
+    from hal.cli import main
+
+    monkeypatch.setattr(hal.settings, "cache_dir", tmp_path)
+    tuning.forget_databases()
+    _damaged_database(tuning.database_dir(target.host()), "record is null")
+    assert main(["tune", "--workload", "gemm:8x8x8", "--trials", "1"]) == 2
+    err = capsys.readouterr().err
+    records = tuning.database_dir(target.host()) / "database_tuning_record.json"
+    assert err == (f"hal: tuning database {records.parent} is damaged ({records}:1: a record "
+                   "is [workload index, [trace, run seconds, target, argument info]]); delete "
+                   "or move that directory, then run `hal tune` again\n")
 
 
 def test_tune_cli_rejects_bad_workloads():

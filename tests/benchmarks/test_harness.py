@@ -16,6 +16,7 @@ import hal
 from benchmarks.harness import (
     Outcome,
     _Recorder,
+    find_run,
     load_cached_peaks,
     save_cached_peaks,
     setup_fingerprint,
@@ -132,11 +133,12 @@ def test_bench_smoke_end_to_end_then_resume(tmp_path, capsys):
     assert (out / f"{path.stem}-report" / "report.html").exists()
     assert "9 measurement(s)" in capsys.readouterr().out
 
-    lines = path.read_text().splitlines()  # cut the run short after 4 measurements
-    kept = [line for line in lines if '"type": "measurement"' in line][:4]
-    path.write_text("\n".join([lines[0], *kept]) + "\n")
-    assert main(["bench", "--resume", path.stem, "--out", str(out), "--no-report"]) == 0
-    records = _lines(path)
+    lines = path.read_text().splitlines()  # cut the run short in its 5th measurement
+    kept = [line for line in lines if '"type": "measurement"' in line][:5]
+    path.write_text("\n".join([lines[0], *kept[:4]]) + "\n" + kept[4][:100])
+    with pytest.warns(UserWarning, match=f"{path.name}:6: cut off a torn last line"):
+        assert main(["bench", "--resume", path.stem, "--out", str(out), "--no-report"]) == 0
+    records = _lines(path)  # every line is whole JSON: nothing merged into the torn one
     assert sum(r["type"] == "measurement" for r in records) == 9  # 4 kept + 5 measured
     assert records[-1] == {**records[-1], "type": "end", "completed": True}
     assert len(read_results(path).measurements) == 9
@@ -156,6 +158,28 @@ def test_resume_on_another_setup_is_refused(tmp_path, capsys):
 def test_resume_of_an_unknown_run_names_the_runs(tmp_path, capsys):
     assert main(["bench", "--resume", "nope", "--out", str(tmp_path)]) == 2
     assert "no run 'nope' to resume" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("run_id", ["../outside", "sub/run", ".."])
+def test_resume_of_a_run_id_with_a_path_is_refused(tmp_path, capsys, run_id):
+    out = tmp_path / "results"
+    (tmp_path / "outside.jsonl").write_text("")  # what '../outside' would reach
+    assert main(["bench", "--resume", run_id, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--resume {run_id!r}: run id {run_id!r} is not a plain file name" in err
+    assert len(err.strip().splitlines()) == 1
+    with pytest.raises(hal.HalError):
+        find_run(run_id, out)
+
+
+def test_resume_of_a_file_with_a_damaged_run_record_is_one_line(tmp_path, capsys):
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "bad.jsonl").write_text(json.dumps({"type": "run", "schema": "1.0", "id": "bad",
+                                               "config": {"suites": ["smoke"], "x": 1}}) + "\n")
+    assert main(["bench", "--resume", "bad", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot resume from" in err and "bad.jsonl" in err and "'x'" in err
 
 
 def test_unknown_backend_from_the_command_line(tmp_path, capsys):

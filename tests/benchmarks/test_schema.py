@@ -1,6 +1,7 @@
 """The results schema: writing, reading, bad lines, versions, resume keys, pytest-benchmark."""
 
 import json
+import re
 
 import pytest
 
@@ -179,3 +180,123 @@ def test_completed_keys_count_rounds(tmp_path):
     res = read_results(path)
     assert len(completed_keys(res)) == 2
     assert [k[1] for k in completed_keys(res, rounds=2)] == ["b"]  # failed is final
+
+
+def _re(path):
+    """A path as a regular expression matching it."""
+    return re.escape(str(path))
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"stats": [1.0, 2.0]}, "stats is a list"),
+        ({"params": None}, "params is null, not an object"),
+        ({"stats": {**summarize([1.0, 2.0]).to_dict(), "median": "fast"}}, "stats.median is text"),
+        ({"samples": [1.0, float("nan")]}, "samples hold NaN"),
+        ({"samples": ["1.0"]}, r"samples\[0\] is text"),
+        ({"check": {"passed": "yes"}}, "check.passed is text"),
+        ({"placement": {"ops": {"add": {"cpu:0:kernel": "1"}}}}, "placement.ops.add.cpu:0:kernel"),
+        ({"inner_loops": True}, "inner_loops is true or false"),
+        ({"workload": 7}, "workload is an integer"),
+    ],
+)
+def test_records_with_wrong_field_types_are_skipped_naming_file_line(tmp_path, change, reason):
+    path = tmp_path / "r.jsonl"
+    _write_run(path, [_measurement("a"), _measurement("b")])
+    lines = path.read_text().splitlines()
+    bad = {**json.loads(lines[2]), **change}
+    lines[2] = json.dumps(bad)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.warns(UserWarning, match=rf"{_re(path)}:3: skipped an invalid measur.*{reason}"):
+        res = read_results(path)
+    assert [m.workload for m in res.measurements] == ["a"]
+    assert res.completed
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['["type", "measurement"]', '{"type": "measurement"}', '{"type": 3, "schema": "1.0"}', "7"],
+)
+def test_lines_that_are_no_record_object_are_skipped(tmp_path, line):
+    path = tmp_path / "r.jsonl"
+    _write_run(path, [_measurement("a")])
+    with open(path, "a") as f:
+        f.write(line + "\n")
+    with pytest.warns(UserWarning, match=rf"{_re(path)}:4: skipped a truncated or corrupt line"):
+        res = read_results(path)
+    assert [m.workload for m in res.measurements] == ["a"] and res.completed
+
+
+def test_end_record_with_wrong_types_is_skipped(tmp_path):
+    path = tmp_path / "r.jsonl"
+    _write_run(path, [_measurement("a")], completed=False)
+    with open(path, "a") as f:
+        f.write(json.dumps({"type": "end", "schema": "1.0", "completed": "yes"}) + "\n")
+    with pytest.warns(UserWarning, match=rf"{_re(path)}:4: .*completed is text"):
+        assert not read_results(path).completed
+
+
+@pytest.mark.parametrize("run_id", ["../escape", "a/b", "..", ".hidden", "a\\b", ""])
+def test_run_id_that_is_no_plain_file_name_is_refused(tmp_path, run_id):
+    with pytest.raises(ValueError, match="run id"):
+        RunRecord.new(run_id)
+    path = tmp_path / "r.jsonl"
+    _write_run(path, [_measurement("a")])
+    text = path.read_text().replace('"id": "r1"', json.dumps({"id": run_id})[1:-1], 1)
+    path.write_text(text)
+    with pytest.warns(UserWarning, match=r"r\.jsonl:1: skipped an invalid run record"):
+        with pytest.raises(ResultsError, match="no run record"):
+            read_results(path)
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_appending_after_a_torn_last_line_starts_a_new_line(tmp_path, whole):
+    path = tmp_path / "r.jsonl"
+    run = _write_run(path, [_measurement("a")], completed=False)
+    record = json.dumps(_measurement("b").to_dict())
+    with open(path, "a") as f:  # a crash cut the last write short (before its newline)
+        f.write(record if whole else record[: len(record) // 2])
+    action = "added it" if whole else "cut off a torn last line"
+    with pytest.warns(UserWarning, match=rf"{_re(path)}:4: .*{action}"):
+        writer = ResultWriter(path)
+    with writer as w:
+        w.write(_measurement("c"))
+        w.write_end(run.id, True)
+    lines = path.read_text().splitlines()
+    assert all(json.loads(line) for line in lines)  # every line is whole JSON again
+    res = read_results(path)
+    expected = ["a", "b", "c"] if whole else ["a", "c"]
+    assert sorted(m.workload for m in res.measurements) == expected and res.completed
+
+
+def _pytest_benchmark_file(path, benchmarks):
+    entry = {"name": "test_sum[cpu]", "params": {"backend": "cpu"},
+             "stats": {"data": [1.0, 1.2, 0.9], "iterations": 1}}
+    path.write_text(json.dumps({"machine_info": [], "benchmarks": [entry, *benchmarks]}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ({"name": "x", "stats": [1, 2]}, "stats is a list"),
+        ({"name": "x", "params": "cpu"}, "params is text"),
+        ({"name": "x", "stats": {"median": "fast"}}, "stats.median is text"),
+        ({"name": "x", "stats": {"data": [1.0, float("nan")]}}, "NaN"),
+        ([1, 2], "the entry is a list"),
+    ],
+)
+def test_malformed_pytest_benchmark_entries_are_skipped(tmp_path, bad, reason):
+    path = _pytest_benchmark_file(tmp_path / "pb.json", [bad])
+    with pytest.warns(UserWarning, match=rf"{_re(path)}: skipped benchmarks\[1\].*{reason}"):
+        res = load_results(path)
+    (m,) = res.measurements
+    assert m.backend == "cpu" and m.median == pytest.approx(1.0)
+
+
+def test_pytest_benchmark_file_whose_benchmarks_is_no_list_is_refused(tmp_path):
+    path = tmp_path / "pb.json"
+    path.write_text('{"benchmarks": {"name": "x"}}')
+    with pytest.raises(ResultsError, match="no 'benchmarks' list"):
+        load_results(path)
