@@ -236,7 +236,9 @@ def call(spec: ops.OpSpec, *args, **params) -> Tensor:
         from .registry import default_device
 
         device = default_device()
-    if spec.promote and not _uniform(spec.promote, args):
+    if spec.promote and len(args) > 1 and (scalars or len(args) > 2 or args[0].dtype
+                                           is not args[1].dtype) \
+            and not _uniform(spec.promote, args):
         args = _promote(spec, args, device)
     if scalars:
         args = tuple(a if a is None or isinstance(a, Tensor) else

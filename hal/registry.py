@@ -51,15 +51,17 @@ def watched(fn: Callable[[], Any], what: str) -> Any:
     return box["value"]
 
 
-def _guard(backend: Backend, name: str) -> None:
+def _guard(backend: Backend, name: str, broken: dict[str, str]) -> None:
     """Make the backend's availability hooks safe to call: each call runs watched, and a
-    fault is remembered, warned about once, and from then on is the backend's reason."""
+    fault is remembered (in `broken` too), warned about once, and from then on is the
+    backend's reason."""
     why_unavailable, device_count = backend.why_unavailable, backend.device_count
     faults: list[str] = []
 
     def fault(e: PluginFault) -> str:
         if not faults:
             faults.append(f"the plugin failed: {e}")
+            broken[name] = faults[0]
             warnings.warn(f"hal backend plugin {name!r}: {e}; it counts as unavailable",
                           PluginWarning, stacklevel=4)
         return faults[0]
@@ -109,7 +111,7 @@ class Registry:
         return preferred + [n for n in known if n not in preferred]
 
     def broken(self) -> dict[str, str]:
-        """Plugins that failed to load: name -> why."""
+        """Plugins that failed to load or to answer a probe: name -> why."""
         return dict(self._broken)
 
     def get(self, name: str) -> Backend:
@@ -144,7 +146,7 @@ class Registry:
             warnings.warn(f"hal backend plugin {name!r} ({point.value}) was not loaded: "
                           f"{self._broken[name]}", PluginWarning, stacklevel=3)
             return None
-        _guard(backend, name)
+        _guard(backend, name, self._broken)
         self._backends[name] = backend
         return backend
 
