@@ -32,6 +32,8 @@ _UFUNCS = {
     "multiply": np.multiply, "divide": np.divide, "maximum": np.maximum,
     "minimum": np.minimum, "equal": np.equal, "less": np.less, "greater": np.greater,
     "matmul": np.matmul, "real": np.real, "imag": np.imag, "conj": np.conj,
+    "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
+    "floor_divide": np.floor_divide, "remainder": np.remainder,
 }
 for _name, _ufunc in _UFUNCS.items():
     _dtypes = [d for d in _NATIVE if d in ops.spec(_name).dtypes]
@@ -179,21 +181,21 @@ def _attention(q, k, v, *, causal=False, scale=None):
 class CpuDevice(hal.Device):
     """The host CPU; tensors are numpy arrays, so memory is numpy's and copies are free."""
 
-    def upload(self, array: np.ndarray) -> np.ndarray:
-        """The array itself: host memory is this device's memory."""
-        return array
+    def _empty(self, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        return np.empty(shape, dtype)
 
-    def download(self, native: np.ndarray) -> np.ndarray:
-        """The array itself (callers must not write to it)."""
-        return np.asarray(native)
+    def _upload(self, array: np.ndarray) -> np.ndarray:
+        return array  # host memory is this device's memory
+
+    def _download(self, native: np.ndarray) -> np.ndarray:
+        return np.asarray(native)  # the array itself: callers must not write to it
+
+    def _pool_stats(self) -> None:
+        return None  # numpy owns host memory: only the total is known
 
     def from_dlpack(self, obj) -> np.ndarray:
         """numpy's zero-copy DLPack import."""
         return np.from_dlpack(obj)
-
-    def memory_stats(self) -> hal.MemoryStats:
-        """numpy owns host memory, so only the total is known."""
-        return hal.MemoryStats(None, None, None, None, None, self.capabilities.memory_bytes)
 
     def _describe(self) -> dict:
         return {

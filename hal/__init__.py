@@ -8,10 +8,14 @@ The op set (hal/ops.py) has numpy reference semantics; backends plug in through 
 `hal.backends` entry point group; `hal conformance` certifies a backend.
 """
 
-from . import fft, nn, ops, random
+import math
+
+from . import fft, nn, ops, random, trace
 from .creation import (
     arange,
     asarray,
+    empty,
+    empty_like,
     eye,
     from_dlpack,
     full,
@@ -45,12 +49,15 @@ from .dtypes import (
     complex64,
     complex128,
     dtype,
+    finfo,
     float16,
     float32,
     float64,
+    iinfo,
     int8,
     int32,
     int64,
+    isdtype,
     promote,
     result_type,
     uint8,
@@ -58,10 +65,12 @@ from .dtypes import (
 from .errors import (
     BackendUnavailable,
     DeviceError,
+    DomainError,
     FallbackRefused,
     FallbackWarning,
     HalError,
     HalOutOfMemory,
+    KernelError,
     PluginWarning,
     ShapeError,
     UnsupportedDType,
@@ -70,21 +79,32 @@ from .errors import (
 from .functions import (
     abs,
     add,
+    all,
+    any,
+    argmax,
+    argmin,
+    argsort,
     astype,
     broadcast_to,
+    clip,
     complex,
     concat,
     conj,
     cos,
+    cumulative_sum,
     dequantize_linear,
     divide,
     equal,
     erf,
     exp,
     expand_dims,
+    floor_divide,
     greater,
     greater_equal,
     imag,
+    isfinite,
+    isinf,
+    isnan,
     less,
     less_equal,
     log,
@@ -105,18 +125,22 @@ from .functions import (
     qmatmul,
     quantize_linear,
     real,
+    remainder,
     reshape,
     sin,
     slice,
+    sort,
     sqrt,
     square,
     squeeze,
     stack,
     subtract,
     sum,
+    take,
     tanh,
     where,
 )
+from .info import __array_namespace_info__
 from .kernels import KernelTable
 from .registry import (
     available_backends,
@@ -130,5 +154,7 @@ from .settings import settings
 from .tensor import Tensor
 
 bool = bool_
-mean, var = nn.mean, nn.var
+mean, var, roll = nn.mean, nn.var, nn.roll
+e, inf, nan, pi, newaxis = math.e, math.inf, math.nan, math.pi, None
+__array_api_version__ = "2023.12"
 __version__ = "0.1.0"

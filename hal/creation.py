@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as dt
-from .errors import HalError
+from .errors import HalError, UnsupportedDType
 from .registry import resolve_device
 from .tensor import Tensor
 
@@ -30,41 +30,61 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Ten
     except (TypeError, ValueError) as e:
         raise HalError(f"asarray: cannot make a tensor of {type(obj).__name__}: {e}") from None
     if dtype is None and host.dtype not in dt.ALL:
-        host = host.astype(_nearest(host.dtype))
+        host = host.astype(_nearest(host))
     return Tensor.from_host(host, target or resolve_device(None))
 
 
-def _nearest(d: np.dtype) -> np.dtype:
-    """The hal dtype for a numpy dtype outside the set, or UnsupportedDType."""
+def _nearest(host: np.ndarray) -> np.dtype:
+    """The hal dtype that holds an array of a dtype outside the set exactly, or UnsupportedDType."""
+    d = host.dtype
     if d.kind == "U" or d.kind == "O" or d.kind == "S":
         return dt.dtype(d)  # raises, naming the dtype
     if d.kind == "u":
+        if d.itemsize == 8 and host.size and host.max() > np.iinfo(np.int64).max:
+            raise UnsupportedDType(
+                f"asarray: {d.name} values up to {host.max()} do not fit int64, hal's widest "
+                "integer; pass float64 data or split the values"
+            )
         return dt.int64
     if d.kind == "i":
         return dt.int64 if d.itemsize > 4 else dt.int32
     return dt.dtype(d)
 
 
-def from_dlpack(x, /, *, device=None) -> Tensor:
-    """A tensor sharing memory with a DLPack producer where the device allows, else copying it."""
+def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Tensor:
+    """A tensor sharing memory with a DLPack producer where the device allows, else copying it;
+    copy=True always copies (so later writes by the producer cannot show through)."""
     target = resolve_device(device)
-    return Tensor._wrap(target.from_dlpack(x), target)
+    out = Tensor._wrap(target.from_dlpack(x), target)
+    return Tensor.from_host(np.array(out.numpy()), target) if copy else out
 
 
 def full(shape, fill_value, *, dtype=None, device=None) -> Tensor:
     """A tensor of one value (dtype from the value when not given)."""
     d = dt.dtype(dtype) if dtype is not None else dt.default_dtype(fill_value)
-    return Tensor.from_host(np.full(_shape(shape), fill_value, dtype=d), resolve_device(device))
+    target, shape = resolve_device(device), _shape(shape)
+    target.check_fits(shape, d, "full")  # before numpy builds the host array
+    return Tensor.from_host(np.full(shape, fill_value, dtype=d), target)
 
 
-def zeros(shape, *, dtype=dt.float64, device=None) -> Tensor:
-    """A tensor of zeros."""
-    return full(shape, 0, dtype=dtype, device=device)
+def zeros(shape, *, dtype=None, device=None) -> Tensor:
+    """A tensor of zeros (float64 unless dtype is given)."""
+    return full(shape, 0, dtype=dt.float64 if dtype is None else dtype, device=device)
 
 
-def ones(shape, *, dtype=dt.float64, device=None) -> Tensor:
-    """A tensor of ones."""
-    return full(shape, 1, dtype=dtype, device=device)
+def ones(shape, *, dtype=None, device=None) -> Tensor:
+    """A tensor of ones (float64 unless dtype is given)."""
+    return full(shape, 1, dtype=dt.float64 if dtype is None else dtype, device=device)
+
+
+def empty(shape, *, dtype=None, device=None) -> Tensor:
+    """A tensor whose values are unspecified by the Array API; hal's are zeros (float64 default)."""
+    return zeros(shape, dtype=dtype, device=device)
+
+
+def empty_like(x: Tensor, /, *, dtype=None, device=None) -> Tensor:
+    """A tensor of x's shape, dtype and device unless given; its values (zeros) are unspecified."""
+    return zeros_like(x, dtype=dtype, device=device)
 
 
 def zeros_like(x: Tensor, /, *, dtype=None, device=None) -> Tensor:
@@ -96,9 +116,11 @@ def linspace(start, stop, /, num: int, *, endpoint: bool = True, dtype=None,
     return asarray(host, device=device)
 
 
-def eye(n: int, m: int | None = None, /, *, dtype=dt.float64, device=None) -> Tensor:
-    """The identity matrix (n x m)."""
-    return Tensor.from_host(np.eye(n, m, dtype=dt.dtype(dtype)), resolve_device(device))
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype=None,
+        device=None) -> Tensor:
+    """The n_rows x n_cols matrix with ones on diagonal k (float64 unless dtype is given)."""
+    d = dt.float64 if dtype is None else dt.dtype(dtype)
+    return Tensor.from_host(np.eye(n_rows, n_cols, k=k, dtype=d), resolve_device(device))
 
 
 def _shape(shape) -> tuple:

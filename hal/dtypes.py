@@ -8,6 +8,8 @@ does. Python scalars are weak: they take the tensor's dtype when their kind fits
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .errors import UnsupportedDType
@@ -174,9 +176,12 @@ def default_dtype(value) -> np.dtype:
 
 
 def result_type(*args) -> np.dtype:
-    """The common dtype of tensors' dtypes and weak Python scalars, applied left to right."""
-    dtypes = [a for a in args if isinstance(a, np.dtype)]
-    scalars = [a for a in args if not isinstance(a, np.dtype)]
+    """The common dtype of dtypes, tensors (their dtypes) and weak Python scalars."""
+    args = [dtype(a.dtype) if isinstance(getattr(a, "dtype", None), np.dtype) else a
+            for a in args]
+    dtypes = [dtype(a) if isinstance(a, (np.dtype, str, type)) else a for a in args]
+    scalars = [a for a in dtypes if not isinstance(a, np.dtype)]
+    dtypes = [a for a in dtypes if isinstance(a, np.dtype)]
     if not dtypes:
         out = default_dtype(scalars[0])
         for s in scalars[1:]:
@@ -188,3 +193,75 @@ def result_type(*args) -> np.dtype:
     for s in scalars:
         out = promote_scalar(out, s)
     return out
+
+
+# -- Array API inspection: finfo, iinfo, isdtype ---------------------------------------------
+@dataclass(frozen=True)
+class FInfo:
+    """Machine limits of a floating dtype (complex: of its parts), as Python numbers."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: np.dtype
+
+
+@dataclass(frozen=True)
+class IInfo:
+    """Machine limits of an integer dtype, as Python ints."""
+
+    bits: int
+    max: int
+    min: int
+    dtype: np.dtype
+
+
+def _of(x) -> np.dtype:
+    return dtype(x.dtype if isinstance(getattr(x, "dtype", None), np.dtype) else x)
+
+
+def finfo(x, /) -> FInfo:
+    """Limits of a floating dtype, or of a tensor's; UnsupportedDType for other dtypes."""
+    d = real_dtype(_of(x))
+    if not is_floating(d):
+        raise UnsupportedDType(f"finfo: {d.name} is not a floating dtype; use hal.iinfo")
+    info = ml_dtypes.finfo(d) if d == bfloat16 else np.finfo(d)
+    return FInfo(int(info.bits), float(info.eps), float(info.max), float(info.min),
+                 float(info.smallest_normal), d)
+
+
+def iinfo(x, /) -> IInfo:
+    """Limits of an integer dtype, or of a tensor's; UnsupportedDType for other dtypes."""
+    d = _of(x)
+    if not is_integer(d):
+        raise UnsupportedDType(f"iinfo: {d.name} is not an integer dtype; use hal.finfo")
+    info = np.iinfo(d)
+    return IInfo(int(info.bits), int(info.max), int(info.min), d)
+
+
+_KINDS = {
+    "bool": BOOL,
+    "signed integer": tuple(d for d in INTEGERS if d.kind == "i"),
+    "unsigned integer": tuple(d for d in INTEGERS if d.kind == "u"),
+    "integral": INTEGERS,
+    "real floating": REALS,
+    "complex floating": COMPLEX,
+    "numeric": NUMERIC,
+}
+
+
+def isdtype(dtype, kind) -> bool:
+    """True when dtype is of kind: a dtype, an Array API kind name, or a tuple of them."""
+    if isinstance(kind, tuple):
+        return any(isdtype(dtype, k) for k in kind)
+    if isinstance(kind, str):
+        if kind not in _KINDS:
+            raise UnsupportedDType(f"isdtype: kind {kind!r} is not one of {', '.join(_KINDS)}")
+        return _dtype(dtype) in _KINDS[kind]
+    return _dtype(dtype) == _dtype(kind)
+
+
+_dtype = dtype  # isdtype's parameter takes the name (the Array API signature)
+

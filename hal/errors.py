@@ -19,8 +19,16 @@ class ShapeError(HalError, ValueError):
     """Shapes that do not fit the op (broadcasting, contraction, axes, sizes)."""
 
 
+class DomainError(HalError, ValueError):
+    """Operand values outside an op's domain (an integer to a negative integer power)."""
+
+
 class DeviceError(HalError):
     """A device that failed, or tensors on devices that cannot be mixed."""
+
+
+class KernelError(DeviceError):
+    """A backend's kernel that raised, or returned a result of the wrong shape or dtype."""
 
 
 class BackendUnavailable(HalError):

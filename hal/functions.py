@@ -11,8 +11,8 @@ import operator
 
 from . import dtypes as dt
 from . import ops
-from .dispatch import call
-from .errors import ShapeError
+from .dispatch import call, decomposition
+from .errors import HalError, ShapeError, UnsupportedDType
 from .tensor import Tensor
 
 
@@ -59,7 +59,6 @@ conj = _unary("conj", "Complex conjugate.")
 add = _binary("add", "Elementwise x1 + x2, broadcasting.")
 subtract = _binary("subtract", "Elementwise x1 - x2, broadcasting.")
 multiply = _binary("multiply", "Elementwise x1 * x2, broadcasting.")
-divide = _binary("divide", "Elementwise true division x1 / x2 (floating dtypes).")
 power = _binary("power", "Elementwise x1 ** x2, broadcasting.")
 maximum = _binary("maximum", "Elementwise maximum; NaN propagates as in numpy.")
 minimum = _binary("minimum", "Elementwise minimum; NaN propagates as in numpy.")
@@ -69,7 +68,9 @@ greater = _binary("greater", "Elementwise x1 > x2 (bool).")
 complex = _binary("complex", "A complex tensor from real and imaginary parts.")
 matmul = _binary("matmul", "Matrix product with numpy.matmul's batching and broadcasting.")
 
-_WHERE, _ASTYPE, _SUM, _MAX, _MIN = (ops.spec(n) for n in ("where", "astype", "sum", "max", "min"))
+_WHERE, _ASTYPE, _SUM, _MAX, _MIN, _DIVIDE = (
+    ops.spec(n) for n in ("where", "astype", "sum", "max", "min", "divide")
+)
 _RESHAPE, _PERMUTE, _BROADCAST, _SLICE, _CONCAT, _PAD = (
     ops.spec(n) for n in ("reshape", "permute_dims", "broadcast_to", "slice", "concat", "pad")
 )
@@ -83,17 +84,36 @@ def where(condition, x1, x2, /) -> Tensor:
     return call(_WHERE, condition, x1, x2)
 
 
-def astype(x, dtype, /) -> Tensor:
-    """x converted to dtype (a no-op when it has it already)."""
+def astype(x, dtype, /, *, copy: bool = True, device=None) -> Tensor:
+    """x converted to dtype (a no-op when it has it already), on device when given.
+
+    copy is accepted for the Array API: tensors are immutable, so a copy and x are alike.
+    """
+    if device is not None:
+        x = x.to(device)
     target = dt.dtype(dtype)
     if isinstance(x, Tensor) and x.dtype == target:
         return x
     return call(_ASTYPE, x, dtype=target)
 
 
-def sum(x, /, *, axis=None, keepdims: bool = False) -> Tensor:
-    """Sum over axes (all by default); integers and bool sum to int64."""
-    return call(_SUM, x, axis=axis, keepdims=keepdims)
+def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Tensor:
+    """Sum over axes (all by default); integers and bool sum to int64 unless dtype is given,
+    which sets the dtype to accumulate in and of the result."""
+    if dtype is None:
+        return call(_SUM, x, axis=axis, keepdims=keepdims)
+    return astype(call(_SUM, astype(x, dtype), axis=axis, keepdims=keepdims), dtype)
+
+
+def divide(x1, x2, /) -> Tensor:
+    """Elementwise true division x1 / x2; integer and bool operands divide as float64."""
+    return call(_DIVIDE, _as_float(x1), _as_float(x2))
+
+
+def _as_float(x):
+    if isinstance(x, Tensor):
+        return x if dt.is_floating(x.dtype) or dt.is_complex(x.dtype) else astype(x, dt.float64)
+    return float(x) if isinstance(x, int) else x
 
 
 def max(x, /, *, axis=None, keepdims: bool = False) -> Tensor:
@@ -106,8 +126,9 @@ def min(x, /, *, axis=None, keepdims: bool = False) -> Tensor:
     return call(_MIN, x, axis=axis, keepdims=keepdims)
 
 
-def reshape(x, /, shape) -> Tensor:
-    """The same elements in a new shape (one -1 allowed)."""
+def reshape(x, /, shape, *, copy: bool | None = None) -> Tensor:
+    """The same elements in a new shape (one -1 allowed); copy is accepted for the Array API
+    (tensors are immutable, so a copy and a view are alike)."""
     return call(_RESHAPE, x, shape=tuple(shape) if not isinstance(shape, int) else (shape,))
 
 
@@ -135,8 +156,10 @@ def slice(x, /, bounds) -> Tensor:
     return call(_SLICE, x, bounds=tuple(tuple(int(v) for v in b) for b in bounds))
 
 
-def concat(arrays, /, *, axis: int = 0) -> Tensor:
-    """Tensors joined along an existing axis."""
+def concat(arrays, /, *, axis: int | None = 0) -> Tensor:
+    """Tensors joined along an existing axis; axis=None joins them flattened."""
+    if axis is None:
+        return call(_CONCAT, *(reshape(a, (-1,)) for a in arrays), axis=0)
     return call(_CONCAT, *arrays, axis=axis)
 
 
@@ -165,7 +188,7 @@ def squeeze(x, /, axis) -> Tensor:
     from . import shapes
 
     ax = shapes.axes("squeeze", axis, x.ndim)
-    if any(x.shape[a] != 1 for a in ax):
+    if {x.shape[a] for a in ax} - {1}:
         raise ShapeError(f"squeeze: axes {axis!r} of shape {x.shape} are not all size 1")
     return reshape(x, [n for i, n in enumerate(x.shape) if i not in ax])
 
@@ -240,3 +263,242 @@ def _default():
     from .registry import default_device
 
     return default_device()
+
+
+# -- Array API additions: predicates, searching, sorting, scans, take, integer division ------
+# (declared in hal/ops.py; the composites' decompositions follow their functions)
+_ARRAY_API = {n: ops.spec(n) for n in (
+    "isnan", "isinf", "isfinite", "all", "any", "argmax", "argmin", "cumulative_sum", "sort",
+    "argsort", "take", "clip")}
+
+
+def isnan(x, /) -> Tensor:
+    """Elementwise: True where x is NaN (either part, for complex); False for integers."""
+    return call(_ARRAY_API["isnan"], x)
+
+
+def isinf(x, /) -> Tensor:
+    """Elementwise: True where x is +-inf (either part, for complex); False for integers."""
+    return call(_ARRAY_API["isinf"], x)
+
+
+def isfinite(x, /) -> Tensor:
+    """Elementwise: True where x is neither NaN nor infinite (both parts, for complex)."""
+    return call(_ARRAY_API["isfinite"], x)
+
+
+def all(x, /, *, axis=None, keepdims: bool = False) -> Tensor:
+    """True where every element along the axes is non-zero (NaN counts as true); empty: True."""
+    return call(_ARRAY_API["all"], x, axis=axis, keepdims=keepdims)
+
+
+def any(x, /, *, axis=None, keepdims: bool = False) -> Tensor:
+    """True where some element along the axes is non-zero (NaN counts as true); empty: False."""
+    return call(_ARRAY_API["any"], x, axis=axis, keepdims=keepdims)
+
+
+def argmax(x, /, *, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """int64 index of the first maximum along axis (of the flattened x when None); a NaN wins."""
+    return call(_ARRAY_API["argmax"], x, axis=axis, keepdims=keepdims)
+
+
+def argmin(x, /, *, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """int64 index of the first minimum along axis (of the flattened x when None); a NaN wins."""
+    return call(_ARRAY_API["argmin"], x, axis=axis, keepdims=keepdims)
+
+
+def cumulative_sum(x, /, *, axis: int | None = None, dtype=None,
+                   include_initial: bool = False) -> Tensor:
+    """Running sums along axis (optional for 1-d x), led by a zero when include_initial.
+
+    Integers and bool accumulate in int64 unless dtype is given, which sets the result dtype.
+    """
+    if dtype is None:
+        return call(_ARRAY_API["cumulative_sum"], x, axis=axis, include_initial=include_initial)
+    out = cumulative_sum(astype(x, dtype), axis=axis, include_initial=include_initial)
+    return astype(out, dtype)
+
+
+def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
+    """x sorted along axis; always stable (equal elements keep their order); NaN sorts last."""
+    return call(_ARRAY_API["sort"], x, axis=axis, descending=descending, stable=stable)
+
+
+def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
+    """int64 indices that sort x along axis; always stable, also when descending."""
+    return call(_ARRAY_API["argsort"], x, axis=axis, descending=descending, stable=stable)
+
+
+def take(x, indices, /, *, axis: int | None = None) -> Tensor:
+    """Elements of x at integer indices along axis (of the flattened x when None), as
+    numpy.take: `take(embedding, token_ids, axis=0)` is an embedding lookup. Indices may be
+    negative (counted from the end); out of range is a DomainError."""
+    return call(_ARRAY_API["take"], x, indices, axis=axis)
+
+
+floor_divide = _binary("floor_divide", "Elementwise x1 // x2, rounded toward -inf (numpy's).")
+remainder = _binary("remainder", "Elementwise x1 % x2 with the sign of x2 (numpy's).")
+
+
+def clip(x, /, min=None, max=None) -> Tensor:
+    """x limited to [min, max] elementwise (None: unbounded), keeping x's dtype; NaN stays NaN.
+
+    Bounds are tensors (cast to x's dtype) or scalars of x's kind; an integer bound beyond
+    x's dtype's range is clamped to it, which clips the same.
+    """
+    return call(_ARRAY_API["clip"], x, _bound(x, min), _bound(x, max))
+
+
+def _bound(x: Tensor, b):
+    import numpy as np
+
+    if b is None:
+        return None
+    if isinstance(b, Tensor):
+        return astype(b, x.dtype)
+    if dt.promote_scalar(x.dtype, b) != x.dtype:
+        raise UnsupportedDType(
+            f"clip: bound {b!r} is not of the kind of x's dtype {x.dtype.name}; "
+            "pass a bound of x's kind or cast x first"
+        )
+    if dt.is_integer(x.dtype):
+        info = np.iinfo(x.dtype)
+        b = info.min if b < info.min else info.max if b > info.max else b
+    return Tensor.from_host(np.asarray(b, dtype=x.dtype), x.device)
+
+
+def _array_namespace(x, /, *, api_version: str | None = None):
+    """The Array API namespace of a tensor: the hal module (it implements 2023.12)."""
+    import hal
+
+    if api_version not in (None, hal.__array_api_version__):
+        raise HalError(f"__array_namespace__: hal implements the Array API "
+                       f"{hal.__array_api_version__}, not {api_version!r}")
+    return hal
+
+
+def _to_device(x, device, /, *, stream=None) -> Tensor:
+    """x on another device (x.to(device)); stream is accepted for the Array API."""
+    return x.to(device)
+
+
+@decomposition("isnan")
+def _isnan(x):
+    return not_equal(x, x)
+
+
+@decomposition("isinf")
+def _isinf(x):
+    if dt.is_complex(x.dtype):
+        return where(isinf(real(x)), True, isinf(imag(x)))
+    return equal(abs(x), float("inf")) if dt.is_floating(x.dtype) else not_equal(x, x)
+
+
+@decomposition("isfinite")
+def _isfinite(x):
+    if dt.is_complex(x.dtype):
+        return where(isfinite(real(x)), isfinite(imag(x)), False)
+    return less(abs(x), float("inf")) if dt.is_floating(x.dtype) else equal(x, x)
+
+
+def _truth(x):
+    return x if dt.is_bool(x.dtype) else not_equal(x, 0)
+
+
+@decomposition("all")
+def _all(x, *, axis=None, keepdims=False):
+    return equal(sum(logical_not(_truth(x)), axis=axis, keepdims=keepdims), 0)
+
+
+@decomposition("any")
+def _any(x, *, axis=None, keepdims=False):
+    return greater(sum(_truth(x), axis=axis, keepdims=keepdims), 0)
+
+
+def _arg_extreme(extreme, x, axis, keepdims):
+    import numpy as np
+
+    from . import shapes
+
+    flat = reshape(x, (-1,)) if axis is None else x
+    a = 0 if axis is None else shapes.axis("argmax", axis, x.ndim)
+    hit = equal(flat, extreme(flat, axis=a, keepdims=True))
+    if not (dt.is_bool(x.dtype) or dt.is_integer(x.dtype)):
+        hit = where(isnan(flat), True, hit)  # the first NaN, as numpy
+    n = flat.shape[a]
+    positions = np.arange(n).reshape([n if i == a else 1 for i in range(flat.ndim)])
+    first = min(where(hit, Tensor.from_host(positions, x.device), n), axis=a, keepdims=keepdims)
+    return reshape(first, (1,) * x.ndim) if axis is None and keepdims else first
+
+
+@decomposition("argmax")
+def _argmax(x, *, axis=None, keepdims=False):
+    return _arg_extreme(max, x, axis, keepdims)
+
+
+@decomposition("argmin")
+def _argmin(x, *, axis=None, keepdims=False):
+    return _arg_extreme(min, x, axis, keepdims)
+
+
+@decomposition("clip")
+def _clip(x, lo=None, hi=None):
+    out = x if lo is None else maximum(x, lo)
+    return out if hi is None else minimum(out, hi)
+
+
+# -- Tensor's operators and methods, bound from one table once the functions exist ----------
+def _getitem(x, key, /) -> Tensor:
+    """x[key]: basic indexing (ints, slices, None, Ellipsis) as a slice and a reshape."""
+    from . import shapes
+
+    bounds, result_shape, sliced = shapes.index_bounds(x.shape, key)
+    out = x
+    if bounds != tuple((0, 1, n) for n in x.shape):
+        out = slice(x, bounds)
+    return out if result_shape == sliced else reshape(out, result_shape)
+
+
+def _reshape_method(x, /, *shape) -> Tensor:
+    """The same elements in a new shape: x.reshape(2, 3) or x.reshape((2, 3))."""
+    return reshape(x, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+
+
+def _swapped(fn):
+    def reflected(x, other, /):
+        return fn(other, x)
+
+    reflected.__name__ = f"r{fn.__name__}"
+    reflected.__doc__ = f"{fn.__name__} with the operands swapped (reflected operator)."
+    return reflected
+
+
+def _identity(x, /) -> Tensor:
+    """+x: the tensor itself."""
+    return x
+
+
+METHODS: dict[str, object] = {
+    "__neg__": negative, "__pos__": _identity, "__abs__": abs,
+    "__add__": add, "__radd__": _swapped(add),
+    "__sub__": subtract, "__rsub__": _swapped(subtract),
+    "__mul__": multiply, "__rmul__": _swapped(multiply),
+    "__truediv__": divide, "__rtruediv__": _swapped(divide),
+    "__pow__": power, "__rpow__": _swapped(power),
+    "__matmul__": matmul, "__rmatmul__": _swapped(matmul),
+    "__eq__": equal, "__ne__": not_equal, "__lt__": less, "__gt__": greater,
+    "__le__": less_equal, "__ge__": greater_equal,
+    "__floordiv__": floor_divide, "__rfloordiv__": _swapped(floor_divide),
+    "__mod__": remainder, "__rmod__": _swapped(remainder),
+    "__array_namespace__": _array_namespace, "to_device": _to_device,
+    "__getitem__": _getitem,
+    "astype": astype, "reshape": _reshape_method,
+    "sum": sum, "max": max, "min": min,
+    "T": property(lambda x: permute_dims(x, tuple(reversed(range(x.ndim)))),
+                  doc="The transpose (reversed axes)."),
+    "mT": property(matrix_transpose, doc="The last two axes swapped."),
+}
+"""Tensor attribute -> function: every operator and op method a Tensor has."""
+
+for _name, _fn in METHODS.items():
+    setattr(Tensor, _name, _fn)

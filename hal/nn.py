@@ -27,7 +27,8 @@ def mean(x, /, *, axis=None, keepdims: bool = False) -> Tensor:
 
 
 def var(x, /, *, axis=None, correction: float = 0, keepdims: bool = False) -> Tensor:
-    """Variance over axes, dividing by N - correction."""
+    """Variance over axes, dividing by max(N - correction, 0) as numpy does (inf, or NaN for
+    a constant input, when correction >= N)."""
     return call(_S["var"], x, axis=axis, correction=correction, keepdims=keepdims)
 
 
@@ -132,7 +133,8 @@ def _mean(x, *, axis=None, keepdims=False):
 @_in_float32
 def _var(x, *, axis=None, keepdims=False, correction=0):
     centred = x - mean(x, axis=axis, keepdims=True)
-    return F.sum(centred * centred, axis=axis, keepdims=keepdims) / (_count(x, axis) - correction)
+    divisor = max(_count(x, axis) - correction, 0)
+    return F.sum(centred * centred, axis=axis, keepdims=keepdims) / divisor
 
 
 @decomposition("softmax")

@@ -12,6 +12,7 @@ correctly rounded answer a careful kernel gives, not numpy's half-precision quir
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from . import dtypes as dt
 from . import shapes
-from .errors import ShapeError, UnsupportedDType, UnsupportedOp
+from .errors import DomainError, ShapeError, UnsupportedDType, UnsupportedOp
 
 PRIMITIVE, EXTENDED, COMPOSITE = "primitive", "extended", "composite"
 
@@ -50,12 +51,17 @@ class OpSpec:
     key: int = 0  # the operand whose dtype selects the kernel
     tolerance: Mapping[np.dtype, tuple[float, float]] = field(default_factory=lambda: _TOL)
     bound: Callable | None = None  # (*arrays, **params) -> magnitude scale of the error
+    # (*operands, **params) -> None, raising DomainError for values outside the op's domain;
+    # it reads values (operands with __array__), so only an interpreter holding them runs it
+    domain: Callable | None = None
     differentiable: bool = True
     doc: str = ""
 
     def evaluate(self, *arrays, **params):
         """The reference result: half precision computed in float32, cast to the output dtype."""
         _, out_dtype = self.meta(*arrays, **params)
+        if self.domain is not None:
+            self.domain(*arrays, **params)
         lifted = [_lift(a) for a in arrays]
         with np.errstate(all="ignore"):
             result = self.reference(*lifted, **params)
@@ -303,10 +309,22 @@ _BINARY = {
     "less": (np.less, _ORDERED, _to_bool, _TOL),
     "greater": (np.greater, _ORDERED, _to_bool, _TOL),
 }
+
+
+def _power_domain(a, b):
+    """Signed integers to negative powers are refused (numpy's rule) on every backend."""
+    if b.dtype.kind == "i" and np.min(np.asarray(b), initial=0) < 0:
+        raise DomainError(
+            f"power: {a.dtype.name} to a negative {b.dtype.name} exponent has no integer "
+            "result; cast the operands to a floating dtype first (hal.astype(x, hal.float64))"
+        )
+
+
 for _name, (_fn, _dtypes, _rule, _tol) in _BINARY.items():
     declare(
         _name, PRIMITIVE, "binary", _dtypes, _fn, _binary_meta(_name, _rule), promote=(0, 1),
         tolerance=_tol, differentiable=_rule is _same,
+        domain=_power_domain if _name == "power" else None,
     )
 
 declare("where", PRIMITIVE, "where", dt.ALL, np.where, _where_meta, promote=(1, 2), key=1)
@@ -458,9 +476,11 @@ def _quantize_meta(x, scale, zero_point, *, axis=-1):
 
 
 def _quantize_ref(x, scale, zero_point, *, axis=-1):
+    """saturate(rint(x / scale) + zero_point); NaN gives the dtype's minimum, as ONNX Runtime."""
     info = np.iinfo(zero_point.dtype)
     s, z = _per_channel(scale, x, axis), _per_channel(zero_point, x, axis)
     q = np.rint(x.astype(np.float32) / s) + z.astype(np.float32)
+    q = np.where(np.isnan(q), info.min, q)
     return np.clip(q, info.min, info.max).astype(zero_point.dtype)
 
 
@@ -547,25 +567,39 @@ declare(
 
 
 # -- composites (decompositions live with their public functions in hal/nn.py) -----------
-def _reduce_float_meta(name):
-    inner = _reduce_meta(name, _same, empty_ok=False)
-
-    def meta(x, *, axis=None, keepdims=False, **_):
-        return inner(x, axis=axis, keepdims=keepdims)
-
-    return meta
+_mean_meta = _reduce_meta("mean", _same, empty_ok=True)  # an empty axis gives NaN, as numpy
 
 
+def _var_meta(x, *, axis=None, keepdims=False, correction=0):
+    if isinstance(correction, bool) or not isinstance(correction, (int, float)) \
+            or not correction >= 0:
+        raise ShapeError(f"var: correction must be a number >= 0, got {correction!r}")
+    return _reduce_meta("var", _same, empty_ok=True)(x, axis=axis, keepdims=keepdims)
+
+
+def _empty_is_nan(reference):
+    """numpy's NaN for an empty axis, without its "empty slice" RuntimeWarning."""
+
+    def quiet(*args, **params):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return reference(*args, **params)
+
+    return quiet
+
+
+@_empty_is_nan
 def _mean_ref(x, *, axis=None, keepdims=False):
     return np.mean(x, axis=axis, keepdims=keepdims)
 
 
+@_empty_is_nan
 def _var_ref(x, *, axis=None, keepdims=False, correction=0):
     return np.var(x, axis=axis, keepdims=keepdims, ddof=correction)
 
 
 def _axis_meta(name):
-    def meta(x, *, axis=-1, **_):
+    def meta(x, *, axis=-1):
         if x.ndim:
             shapes.axis(name, axis, x.ndim)
         return tuple(x.shape), x.dtype
@@ -584,6 +618,8 @@ def _log_softmax_ref(x, *, axis=-1):
 
 
 def _layer_norm_meta(x, weight=None, bias=None, *, eps=1e-5):
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
+        raise ShapeError(f"layer_norm: eps must be a positive number, got {eps!r}")
     if x.ndim == 0:
         raise ShapeError("layer_norm: needs at least a 1-d input (normalises the last axis)")
     for name, p in (("weight", weight), ("bias", bias)):
@@ -693,9 +729,9 @@ def _roll_meta(x, *, shift, axis=None):
 
 
 _C = dt.REALS
-declare("mean", COMPOSITE, "reduction", dt.FLOATS, _mean_ref, _reduce_float_meta("mean"),
+declare("mean", COMPOSITE, "reduction", dt.FLOATS, _mean_ref, _mean_meta,
         tolerance=_LOOSE)
-declare("var", COMPOSITE, "reduction", _C, _var_ref, _reduce_float_meta("var"), tolerance=_LOOSE)
+declare("var", COMPOSITE, "reduction", _C, _var_ref, _var_meta, tolerance=_LOOSE)
 declare("softmax", COMPOSITE, "nn", _C, _softmax_ref, _axis_meta("softmax"), tolerance=_LOOSE)
 declare("log_softmax", COMPOSITE, "nn", _C, _log_softmax_ref, _axis_meta("log_softmax"),
         tolerance=_LOOSE)
@@ -712,3 +748,125 @@ declare("scaled_dot_product_attention", COMPOSITE, "nn", _C, _sdpa_ref, _sdpa_me
         promote=(0, 1, 2), tolerance=_LOOSE)
 declare("roll", COMPOSITE, "movement", dt.ALL,
         lambda x, *, shift, axis=None: np.roll(x, shift, axis=axis), _roll_meta)
+
+
+# -- Array API additions: predicates, searching, sorting, scans, take, integer division ----
+# Composites (decomposed in hal/functions.py beside their public functions) where the op
+# set expresses them; extended ops with a CPU kernel where it does not. The predicates,
+# index-valued and rounding ops have no useful derivative (differentiable=False); sort
+# would need a gather by argsort indices that the op set lacks.
+def _bool_reduce_meta(name):
+    return _reduce_meta(name, _to_bool, empty_ok=True)
+
+
+def _arg_reduce_meta(name):
+    def meta(x, *, axis=None, keepdims=False):
+        if axis is not None:
+            shapes.axis(name, axis, x.ndim)
+        if x.size == 0:
+            raise ShapeError(f"{name}: an empty tensor of shape {tuple(x.shape)} has no "
+                             "extreme element")
+        red = shapes.axes(name, axis, x.ndim)
+        return shapes.reduced(tuple(x.shape), red, keepdims), dt.int64
+
+    return meta
+
+
+def _scan_axis(name, x, axis):
+    if x.ndim == 0:
+        raise ShapeError(f"{name}: needs at least a 1-d tensor, got a 0-d one")
+    if axis is None and x.ndim > 1:
+        raise ShapeError(f"{name}: axis must be given for a {x.ndim}-d tensor")
+    return shapes.axis(name, 0 if axis is None else axis, x.ndim)
+
+
+def _cumulative_sum_meta(x, *, axis=None, include_initial=False):
+    a = _scan_axis("cumulative_sum", x, axis)
+    shape = list(x.shape)
+    shape[a] += bool(include_initial)
+    return tuple(shape), _sum_rule(x.dtype)
+
+
+def _cumulative_sum_ref(x, *, axis=None, include_initial=False):
+    a = 0 if axis is None else axis
+    out = np.cumsum(x, axis=a, dtype=_sum_rule(x.dtype))
+    if include_initial:
+        width = [(0, 0)] * x.ndim
+        width[a] = (1, 0)
+        out = np.pad(out, width)
+    return out
+
+
+def _sort_meta(name, rule):
+    def meta(x, *, axis=-1, descending=False, stable=True):
+        _scan_axis(name, x, axis)
+        return tuple(x.shape), rule(x.dtype)
+
+    return meta
+
+
+def _argsort_ref(x, *, axis=-1, descending=False, stable=True):
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable")
+    # stable descending: sort the reversed axis ascending, then map positions back
+    flipped = np.flip(np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
+    return x.shape[axis] - 1 - flipped
+
+
+def _sort_ref(x, *, axis=-1, descending=False, stable=True):
+    out = np.sort(x, axis=axis, kind="stable")
+    return np.flip(out, axis) if descending else out
+
+
+def _take_meta(x, indices, *, axis=None):
+    check_dtype("take", indices.dtype, dt.INTEGERS, "indices")
+    if axis is None:
+        return tuple(indices.shape), x.dtype
+    a = shapes.axis("take", axis, x.ndim)
+    return (*x.shape[:a], *indices.shape, *x.shape[a + 1:]), x.dtype
+
+
+def _take_domain(x, indices, *, axis=None):
+    n = x.size if axis is None else x.shape[axis]
+    idx = np.asarray(indices)
+    if idx.size and not (-n <= idx.min() and idx.max() < n):
+        bad = idx.min() if idx.min() < -n else idx.max()
+        raise DomainError(f"take: index {bad} is out of range for an axis of size {n} "
+                          f"(valid: {-n}..{n - 1})")
+
+
+def _clip_meta(x, lo=None, hi=None):
+    bounds = [b for b in (lo, hi) if b is not None]
+    for b in bounds:
+        check_dtype("clip", b.dtype, (x.dtype,), "bound (x's dtype)")
+    return shapes.broadcast("clip", x.shape, *(b.shape for b in bounds)), x.dtype
+
+
+def _clip_ref(x, lo=None, hi=None):
+    out = x if lo is None else np.maximum(x, lo)
+    return out if hi is None else np.minimum(out, hi)
+
+
+for _name, _fn in (("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite)):
+    declare(_name, COMPOSITE, "unary", dt.NUMERIC, _fn, _unary_meta(_to_bool),
+            differentiable=False)
+for _name, _fn in (("all", np.all), ("any", np.any)):
+    declare(_name, COMPOSITE, "reduction", dt.ALL, _fn, _bool_reduce_meta(_name),
+            differentiable=False)
+for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
+    declare(_name, COMPOSITE, "search", dt.BOOL + _ORDERED, _fn, _arg_reduce_meta(_name),
+            differentiable=False)
+declare("cumulative_sum", EXTENDED, "scan", dt.BOOL + _NONBOOL, _cumulative_sum_ref,
+        _cumulative_sum_meta, bound=lambda x, **p: _cumulative_sum_ref(np.abs(x), **p),
+        differentiable=False)
+declare("sort", EXTENDED, "sort", dt.BOOL + _ORDERED, _sort_ref, _sort_meta("sort", _same),
+        differentiable=False)
+declare("argsort", EXTENDED, "sort", dt.BOOL + _ORDERED, _argsort_ref,
+        _sort_meta("argsort", lambda d: dt.int64), differentiable=False)
+declare("take", EXTENDED, "take", dt.ALL, lambda x, i, *, axis=None: np.take(x, i, axis),
+        _take_meta, promote=(), domain=_take_domain, differentiable=False)
+for _name, _fn in (("floor_divide", np.floor_divide), ("remainder", np.remainder)):
+    declare(_name, EXTENDED, "binary", _ORDERED, _fn, _binary_meta(_name, _same),
+            promote=(0, 1), differentiable=False)
+declare("clip", COMPOSITE, "clip", _ORDERED, _clip_ref, _clip_meta, promote=(),
+        differentiable=False)

@@ -3,7 +3,12 @@
 A strategy draws a `Case`: the host operands (numpy arrays, Python scalars or None),
 the op's keyword parameters, and which operands to pass as strided views. Shapes
 include empty and size-1 axes and broadcasting; floats include NaN and inf where the
-op's semantics for them are fixed; FFT sizes include odd and prime lengths.
+op's semantics for them are fixed, and magnitudes far beyond [-5, 5] where the op's answer
+there is fixed too (+-80 and +-1000 overflow exp, so a softmax that does not subtract the
+row's max turns them into NaN; the dtype's largest values where IEEE arithmetic fixes the
+result); FFT sizes include odd and prime lengths. `large_cases` adds a few deterministic
+inputs of more than 1024 elements along the reduced axis for reductions and the
+normalising composites (multi-stage and work-group reduction paths).
 """
 
 from __future__ import annotations
@@ -26,32 +31,37 @@ class Case:
     args: list
     params: dict = field(default_factory=dict)
     views: tuple[int, ...] = ()
+    origin: str = ""  # an expression that rebuilds the case (repros of large inputs use it)
 
 
 _SMALL = dict(min_side=0, max_side=5)
 
 
-def _elements(d: np.dtype, *, special: bool, lo: float = -10, hi: float = 10):
+def _elements(d: np.dtype, *, special: bool, big: tuple = (), lo: float = -10, hi: float = 10):
     if dt.is_bool(d):
         return st.booleans()
     if dt.is_integer(d):
         info = np.iinfo(d)
-        return st.integers(max(info.min, int(lo)), min(info.max, int(hi)))
+        within = st.integers(max(info.min, int(lo)), min(info.max, int(hi)))
+        return st.one_of(within, st.sampled_from(big)) if big else within
     if dt.is_complex(d):
         part = st.floats(float(np.float32(lo)), float(np.float32(hi)), width=32)
         return st.builds(complex, part, part)
     width = 16 if d == dt.float16 else 32
     exact = np.float16 if width == 16 else np.float32
     finite = st.floats(float(exact(lo)), float(exact(hi)), width=width)
-    if not special:
-        return finite
-    return st.one_of(finite, st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0]))
+    extra = ([math.nan, math.inf, -math.inf, 0.0, -0.0] if special else []) + list(big)
+    return st.one_of(finite, st.sampled_from(extra)) if extra else finite
 
 
-def arrays(d: np.dtype, shape, *, special=False, lo=-10, hi=10):
-    """Arrays of dtype d and shape (bfloat16 drawn as float32, then rounded)."""
+def arrays(d: np.dtype, shape, *, special=False, big=(), lo=-10, hi=10):
+    """Arrays of dtype d and shape (bfloat16 drawn as float32, then rounded).
+
+    big: values drawn besides those in [lo, hi] (see `big_values`).
+    """
     draw_dtype = dt.float32 if d == dt.bfloat16 else d
-    strategy = hnp.arrays(draw_dtype, shape, elements=_elements(d, special=special, lo=lo, hi=hi))
+    elements = _elements(d, special=special, big=big, lo=lo, hi=hi)
+    strategy = hnp.arrays(draw_dtype, shape, elements=elements)
     return strategy.map(lambda a: a.astype(d)) if d == dt.bfloat16 else strategy
 
 
@@ -64,6 +74,28 @@ def _views(n: int):
 _SPECIAL_OK = {"negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "add",
                "subtract", "multiply", "divide", "maximum", "minimum", "equal", "less",
                "greater", "where", "max", "min"}
+# Ops whose answer at the dtype's largest finite values IEEE arithmetic fixes (inf on
+# overflow, exact comparisons and selections); integers get their full range in the exact
+# ones (`_EXACT_INTEGERS`).
+_EXTREME_OK = {"negative", "abs", "sqrt", "exp", "tanh", "sigmoid", "relu", "add", "subtract",
+               "multiply", "divide", "maximum", "minimum", "equal", "less", "greater", "where",
+               "max", "min"}
+_EXACT_INTEGERS = {"maximum", "minimum", "equal", "less", "greater", "where", "max", "min"}
+# Ops given +-80 and +-1000, beyond exp's range (exp(80) overflows float16, exp(1000) every
+# float): a softmax without the max subtracted, or sigmoid/tanh as a ratio of
+# exponentials, gives inf/inf = NaN there.
+_BEYOND_EXP = _EXTREME_OK | {"log", "softmax", "log_softmax", "silu", "gelu"}
+
+
+def big_values(name: str, d: np.dtype) -> tuple:
+    """Large magnitudes op `name` must get right on dtype d, beside the usual [lo, hi] values."""
+    if dt.is_integer(d):
+        info = np.iinfo(d)
+        return (int(info.min), int(info.max)) if name in _EXACT_INTEGERS else ()
+    if dt.is_bool(d) or dt.is_complex(d) or name not in _BEYOND_EXP:
+        return ()
+    top = float(np.finfo(d).max)
+    return (80.0, -80.0, 1000.0, -1000.0) + ((top, -top) if name in _EXTREME_OK else ())
 
 
 @st.composite
@@ -71,7 +103,8 @@ def unary(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
     """One tensor of any small shape."""
     shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, **_SMALL))
     special = spec.name in _SPECIAL_OK and not dt.is_complex(d)
-    return Case([draw(arrays(d, shape, special=special, lo=-5, hi=5))], views=draw(_views(1)))
+    x = draw(arrays(d, shape, special=special, big=big_values(spec.name, d), lo=-5, hi=5))
+    return Case([x], views=draw(_views(1)))
 
 
 @st.composite
@@ -84,8 +117,9 @@ def binary(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
     if spec.name == "power" and d == dt.uint8:
         hi = 2
     special = spec.name in _SPECIAL_OK and not dt.is_complex(d)
-    a = draw(arrays(d, shapes_.input_shapes[0], special=special, lo=lo, hi=hi))
-    b = draw(arrays(d, shapes_.input_shapes[1], special=special, lo=lo, hi=hi))
+    big = big_values(spec.name, d)
+    a = draw(arrays(d, shapes_.input_shapes[0], special=special, big=big, lo=lo, hi=hi))
+    b = draw(arrays(d, shapes_.input_shapes[1], special=special, big=big, lo=lo, hi=hi))
     if draw(st.booleans()) and b.ndim == 0 and not dt.is_bool(d) and d != dt.bfloat16:
         b = b.item()  # a weak Python scalar
     return Case([a, b], views=draw(_views(2)))
@@ -96,8 +130,9 @@ def where(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
     """A bool condition and two operands, all mutually broadcastable."""
     s = draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=3, **_SMALL))
     cond = draw(arrays(dt.bool_, s.input_shapes[0]))
-    x = draw(arrays(d, s.input_shapes[1], special=not dt.is_complex(d)))
-    y = draw(arrays(d, s.input_shapes[2], special=not dt.is_complex(d)))
+    big = big_values(spec.name, d)
+    x = draw(arrays(d, s.input_shapes[1], special=not dt.is_complex(d), big=big))
+    y = draw(arrays(d, s.input_shapes[2], special=not dt.is_complex(d), big=big))
     return Case([cond, x, y], views=draw(_views(3)))
 
 
@@ -123,7 +158,7 @@ def reduction(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
     if axis is not None and len(axis) == 1 and draw(st.booleans()):
         axis = axis[0] - len(shape) if draw(st.booleans()) else axis[0]
     special = spec.name in _SPECIAL_OK and not dt.is_complex(d)
-    x = draw(arrays(d, shape, special=special, lo=-5, hi=5))
+    x = draw(arrays(d, shape, special=special, big=big_values(spec.name, d), lo=-5, hi=5))
     params = {"axis": axis, "keepdims": draw(st.booleans())}
     if spec.name == "var":
         n = math.prod(shape[a] for a in shapes.axes("var", axis, len(shape)))
@@ -272,7 +307,8 @@ def nn(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
     if name in ("softmax", "log_softmax"):
         shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6))
         axis = draw(st.integers(-len(shape), len(shape) - 1))
-        return Case([draw(arrays(d, shape, lo=-5, hi=5))], {"axis": axis}, draw(_views(1)))
+        x = draw(arrays(d, shape, big=big_values(name, d), lo=-5, hi=5))
+        return Case([x], {"axis": axis}, draw(_views(1)))
     if name == "layer_norm":
         shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=2, max_side=8))
         x = draw(arrays(d, shape, lo=-5, hi=5).filter(lambda a: np.all(np.ptp(
@@ -299,7 +335,8 @@ def nn(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
     shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, **_SMALL))
     params = {"approximate": draw(st.sampled_from(ops.GELU_APPROXIMATIONS))} if name == "gelu" \
         else {}
-    return Case([draw(arrays(d, shape, lo=-6, hi=6))], params, draw(_views(1)))
+    x = draw(arrays(d, shape, big=big_values(name, d), lo=-6, hi=6))
+    return Case([x], params, draw(_views(1)))
 
 
 FAMILIES = {
@@ -315,3 +352,120 @@ def cases(spec: ops.OpSpec, d: np.dtype, device_dtypes=dt.ALL):
     if family is astype:
         return astype(spec, d, targets=tuple(t for t in device_dtypes))
     return family(spec, d)
+
+
+# -- large inputs ---------------------------------------------------------------------------
+# (shape, axis, keepdims): 4099 and 1500 elements pass one work-group's 1024, along the
+# contiguous axis and across rows; the ragged tails of 3 and 220 after blocks of 256.
+_LARGE_REDUCTIONS = (((4099,), None, False), ((2, 1500), -1, False), ((1500, 2), 0, True))
+
+
+def large_cases(spec: ops.OpSpec, d: np.dtype) -> list[Case]:
+    """A few deterministic inputs of over 1024 elements along the reduced axis for the
+    reductions, softmax/log_softmax and layer_norm ([] for the other ops).
+
+    Multi-stage and work-group reductions run on them. Each reduction's last elements
+    hold its extremes, so a kernel that drops the ragged tail misses them; softmax rows
+    are shifted by +-1000 or scaled by 80, beyond exp's range.
+    """
+    rng = np.random.default_rng(0)
+    origin = f"large_cases(hal.ops.spec({spec.name!r}), hal.dtype({d.name!r}))"
+    found: list[Case] = []
+    if spec.name in ("sum", "max", "min", "mean", "var"):
+        for shape, axis, keepdims in _LARGE_REDUCTIONS:
+            x = _uniform(rng, d, shape, 5)
+            if not dt.is_bool(d):
+                reduced_last = np.moveaxis(x, 0 if axis == 0 else -1, -1)  # a view of x
+                reduced_last[..., -2:] = (0, 200) if d == dt.uint8 else (-50, 50)
+            params = {"axis": axis, "keepdims": keepdims}
+            if spec.name == "var":
+                params["correction"] = 1
+            found.append(Case([x], params, views=(0,) if axis == 0 else ()))
+    elif spec.name in ("softmax", "log_softmax"):
+        u = _uniform(rng, dt.float32, (2, 1500), 5)
+        found.append(Case([np.stack([u[0] + 1000, u[1] * 80]).astype(d)], {"axis": -1}))
+        found.append(Case([(_uniform(rng, dt.float32, (1100, 3), 5) - 1000).astype(d)],
+                          {"axis": 0}, views=(0,)))
+    elif spec.name == "layer_norm":
+        w, b = _uniform(rng, d, (1500,), 2), _uniform(rng, d, (1500,), 2)
+        found.append(Case([_uniform(rng, d, (2, 1500), 5), w, b], {"eps": 1e-5}))
+        found.append(Case([_uniform(rng, d, (4099,), 5), None, None], {"eps": 1e-5}))
+    for i, case in enumerate(found):
+        case.origin = f"{origin}[{i}]"
+    return found
+
+
+def _uniform(rng: np.random.Generator, d: np.dtype, shape: tuple, limit: int) -> np.ndarray:
+    """Uniform values in [-limit, limit] ([0, 2 * limit] for uint8) of dtype d."""
+    if dt.is_bool(d):
+        return rng.random(shape) < 0.5
+    if dt.is_integer(d):
+        lo = 0 if d == dt.uint8 else -limit
+        return rng.integers(lo, lo + 2 * limit, shape, endpoint=True).astype(d)
+    return rng.uniform(-limit, limit, shape).astype(d)
+
+
+# -- Array API additions (hal/ops.py's section of that name): their input families ---------
+_SPECIAL_OK |= {"isnan", "isinf", "isfinite", "all", "any", "argmax", "argmin", "sort",
+                "argsort", "cumulative_sum", "clip"}
+
+
+def _axis_of(draw, ndim: int, *, optional: bool):
+    """An axis of an ndim-d tensor, negative or not; None too when optional."""
+    axis = draw(st.integers(-ndim, ndim - 1))
+    return None if optional and draw(st.booleans()) else axis
+
+
+@st.composite
+def search(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """argmax/argmin: a non-empty tensor, one axis or None, keepdims; ties and NaN drawn."""
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=5))
+    axis = _axis_of(draw, len(shape), optional=True) if shape else None
+    x = draw(arrays(d, shape, special=True, lo=-3, hi=3))
+    return Case([x], {"axis": axis, "keepdims": draw(st.booleans())}, views=draw(_views(1)))
+
+
+@st.composite
+def scan(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """cumulative_sum: a 1-3-d tensor, its axis (optional when 1-d), include_initial."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, **_SMALL))
+    axis = _axis_of(draw, len(shape), optional=len(shape) == 1)
+    x = draw(arrays(d, shape, special=not dt.is_complex(d), lo=-5, hi=5))
+    return Case([x], {"axis": axis, "include_initial": draw(st.booleans())},
+                views=draw(_views(1)))
+
+
+@st.composite
+def sort(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """sort/argsort: a 1-3-d tensor with ties (few distinct values), axis, descending."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, **_SMALL))
+    x = draw(arrays(d, shape, special=True, lo=-2, hi=2))
+    params = {"axis": _axis_of(draw, len(shape), optional=False),
+              "descending": draw(st.booleans())}
+    return Case([x], params, views=draw(_views(1)))
+
+
+@st.composite
+def take(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """take: a tensor and int32/int64 indices (negative too, any shape) in range of an axis."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+    axis = _axis_of(draw, len(shape), optional=len(shape) == 1)
+    n = shape[0 if axis is None else axis]
+    ishape = draw(hnp.array_shapes(min_dims=0, max_dims=2, **_SMALL))
+    idtype = draw(st.sampled_from([dt.int32, dt.int64]))
+    indices = draw(hnp.arrays(idtype, ishape, elements=st.integers(-n, n - 1)))
+    x = draw(arrays(d, shape, special=not dt.is_complex(d)))
+    return Case([x, indices], {"axis": axis}, views=draw(_views(1)))
+
+
+@st.composite
+def clip(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """clip: x and bounds of x's dtype that broadcast with it, either of them absent."""
+    s = draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=3, **_SMALL))
+    x = draw(arrays(d, s.input_shapes[0], special=True, big=big_values("maximum", d)))
+    lo, hi = (draw(st.one_of(st.none(), arrays(d, shape, lo=-5, hi=5)))
+              for shape in s.input_shapes[1:])
+    return Case([x, lo, hi], views=draw(_views(1)))
+
+
+FAMILIES.update(search=search, scan=scan, sort=sort, take=take, clip=clip)
