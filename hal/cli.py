@@ -152,6 +152,7 @@ def devices(args) -> int:
 def conformance(args) -> int:
     """`hal conformance`: run the kit on backends; exit 1 if any cell or layer fails."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import Progress
 
     from . import conformance as kit
@@ -187,7 +188,7 @@ def conformance(args) -> int:
             for cell in r.cells:
                 if cell.status == kit.FAIL:
                     console.print(f"[bold red]FAIL[/] {r.backend} {cell.op} {cell.dtype}: "
-                                  f"{cell.error}")
+                                  f"{escape(cell.error)}")
                     if cell.repro:
                         console.print(cell.repro, markup=False, highlight=False)
     return 0 if all(r.ok for r in reports) else 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hal
 from hal import dtypes as dt
 
-from . import elementwise, fft, fused, gemm, movement, quant, reduce
+from . import elementwise, fft, fused, gemm, movement, quant, reduce, sorting
 from .table import kernels
 
 INSTALL = "pip install -e '.[cuda]' (cupy-cuda12x) or '.[cuda13]' (cupy-cuda13x)"

@@ -1,4 +1,5 @@
-"""Elementwise ops with cupy's ufuncs: unary, binary, comparisons, where, casts, complex parts.
+"""Elementwise ops with cupy's ufuncs: unary, binary, comparisons, where, casts, complex parts,
+floor_divide and remainder.
 
 cupy's ufuncs follow numpy (broadcasting, NaN propagation in maximum/minimum, integer
 powers by squaring, float16 computed in float32 and rounded). bfloat16 is computed in
@@ -115,3 +116,64 @@ def complex_(re, im):
 
     out = cupy.empty(cupy.broadcast(re, im).shape, dt.complex_dtype(re.dtype))
     return _complex_kernel()(re, im, out)
+
+
+# floor_divide and remainder: cupy's ufuncs for integers (numpy's semantics: Python's floor
+# and sign of the divisor, division by zero gives 0). For floats cupy computes floor(a / b),
+# which differs from numpy where a / b rounds up to an integer (numpy: 1 // 0.1 == 9, 1 % 0.1
+# == 0.09999999999999995; cupy: 10 and 0), for -1 // inf (numpy -1, remainder inf) and
+# inf // 1 (numpy NaN): this kernel is numpy's npy_divmod, from the exact fmod.
+DIVMOD = r"""
+template <typename T> __device__ T hal_divmod(T a, T b, T* remainder) {
+  T mod = fmod(a, b);
+  if (!b) {
+    *remainder = mod;
+    return a / b;
+  }
+  T div = (a - mod) / b;
+  if (mod) {
+    if ((b < 0) != (mod < 0)) {
+      mod += b;
+      div -= 1;
+    }
+  } else {
+    mod = copysign((T)0, b);
+  }
+  T floordiv;
+  if (div) {
+    floordiv = floor(div);
+    if (div - floordiv > (T)0.5) floordiv += 1;
+  } else {
+    floordiv = copysign((T)0, a / b);
+  }
+  *remainder = mod;
+  return floordiv;
+}
+"""
+_DIVMOD_BODY = {"floor_divide": "T r; q = hal_divmod(a, b, &r);",
+                "remainder": "hal_divmod(a, b, &q);"}
+
+
+@functools.cache
+def _divmod_kernel(op: str):
+    """The float ElementwiseKernel of floor_divide or remainder (operands broadcast)."""
+    import cupy
+
+    return cupy.ElementwiseKernel("T a, T b", "T q", _DIVMOD_BODY[op], f"hal_{op}",
+                                  preamble=DIVMOD)
+
+
+def float_divmod(op: str):
+    """The float32/float64 kernel of floor_divide or remainder, as numpy computes them."""
+
+    def call(a, b):
+        return _divmod_kernel(op)(a, b)
+
+    call.__doc__ = f"{op} by numpy's npy_divmod"
+    return call
+
+
+for _name in ("floor_divide", "remainder"):
+    register(_name, dt.INTEGERS)(ufunc(_name))
+    register(_name, [dt.float32, dt.float64])(float_divmod(_name))
+    register(_name, HALF)(in_float32(float_divmod(_name)))

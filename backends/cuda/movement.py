@@ -83,3 +83,14 @@ def roll(x, *, shift, axis=None):
     import cupy
 
     return cupy.roll(x, shift, axis=axis)
+
+
+@register("take")
+@_as_bits
+def take(x, indices, *, axis=None):
+    """Elements at indices along axis (of the flattened x when None); negative indices
+    count from the end, as cupy's take wraps them (the op's domain check has refused
+    indices out of range)."""
+    import cupy
+
+    return cupy.take(x, indices, axis=axis)

@@ -1,4 +1,5 @@
-"""Reductions with cupy (CUB where it applies): sum, max, min, and the mean/var composites.
+"""Reductions with cupy (CUB where it applies): sum, max, min, the mean/var composites, and
+the cumulative_sum scan.
 
 Integers and bool sum to int64; float16/bfloat16 accumulate in float32 (`in_float32`).
 """
@@ -63,3 +64,23 @@ def var(x, *, axis=None, keepdims=False, correction=0):
     return cupy.var(x, axis=axis, keepdims=keepdims) / x.dtype.type(0)
 
 
+@register("cumulative_sum")
+@in_float32
+def cumulative_sum(x, *, axis=None, include_initial=False):
+    """Running sums along axis (the only axis of a 1-d x when None), int64 for integers and
+    bool, led by a zero when include_initial; an empty x gives zeros (cupy's batched scan
+    would launch an empty grid)."""
+    import cupy
+
+    a = 0 if axis is None else axis % x.ndim
+    wide = dt.int64 if x.dtype.kind in "biu" else x.dtype
+    if x.size == 0:
+        shape = list(x.shape)
+        shape[a] += bool(include_initial)
+        return cupy.zeros(tuple(shape), wide)
+    out = cupy.cumsum(x, axis=a, dtype=wide)
+    if not include_initial:
+        return out
+    width = [(0, 0)] * x.ndim
+    width[a] = (1, 0)
+    return cupy.pad(out, width)

@@ -46,6 +46,7 @@ def matrix(report: Report):
 
 def layers(report: Report):
     """A rich Table of the runtime layers."""
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"{report.backend}: runtime layers")
@@ -53,5 +54,6 @@ def layers(report: Report):
     table.add_column("ok")
     table.add_column("detail")
     for layer in report.layers:
-        table.add_row(layer.name, "[green]✓[/]" if layer.ok else "[bold red]✗[/]", layer.detail)
+        table.add_row(layer.name, "[green]✓[/]" if layer.ok else "[bold red]✗[/]",
+                      escape(layer.detail))
     return table

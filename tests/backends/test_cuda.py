@@ -1,17 +1,22 @@
 """The CUDA backend (cupy): kernels against the op set's reference, runtime, bad input.
 
 Without cupy or a GPU only the first tests run: the backend loads without importing
-cupy, says why it is unavailable, and nothing else changes. The rest are marked `gpu`
-and skip with the backend's own reason. The conformance kit covers every op x dtype on
-cuda through tests/conformance/ wherever the backend is available.
+cupy, says why it is unavailable, and nothing else changes; the Python around the
+sort, scan and take kernels runs with numpy standing in for cupy, and the C of the float
+floor_divide/remainder kernel is compiled for the host. The rest are marked `gpu` and skip
+with the backend's own reason. The conformance kit covers every op x dtype on cuda
+through tests/conformance/ wherever the backend is available.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pytest
@@ -24,16 +29,25 @@ RNG = np.random.default_rng(11)
 
 
 # -- without a GPU ---------------------------------------------------------------------------
+def _needs_kernel() -> set[str]:
+    """The ops cuda must have kernels for: every primitive and extended op. A composite
+    without a fused kernel is not missing: it runs its decomposition into those."""
+    return {s.name for s in hal.ops.specs() if s.kind != hal.ops.COMPOSITE}
+
+
 def test_backend_loads_without_importing_cupy():
     code = textwrap.dedent("""
-        import sys
+        import json, sys
         import hal
         backend = hal.backend("cuda")
-        print(len(backend.kernels.ops()), "cupy" in sys.modules)
+        print(json.dumps([sorted(backend.kernels.ops()), "cupy" in sys.modules]))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
-    assert out == [str(len(hal.ops.names())), "False"]
+                         check=True).stdout
+    registered, cupy_imported = json.loads(out)
+    assert not cupy_imported
+    assert not _needs_kernel() - set(registered), "primitive/extended ops without a cuda kernel"
+    assert set(registered) <= set(hal.ops.names())
 
 
 def test_devices_says_why_cuda_is_unavailable(capsys):
@@ -44,7 +58,8 @@ def test_devices_says_why_cuda_is_unavailable(capsys):
     assert main(["devices", "--json"]) == 0
     row = {r["backend"]: r for r in json.loads(capsys.readouterr().out)}["cuda"]
     assert row["available"] == (reason is None)
-    assert row["ops_with_kernels"] == f"{len(hal.ops.names())}/{len(hal.ops.names())}"
+    assert row["ops_with_kernels"] == f"{len(backend.kernels.ops())}/{len(hal.ops.names())}"
+    assert not set(row["missing_ops"]) & _needs_kernel()  # only composites, decomposed
     if reason is not None:
         assert row["reason"] == reason and row["devices"] == []
         assert "cupy" in reason or "CUDA" in reason
@@ -67,6 +82,166 @@ def test_why_unavailable_names_the_install_when_cupy_is_missing(monkeypatch):
     reason = CudaBackend().why_unavailable()
     assert "cupy is not installed" in reason and "cupy-cuda12x" in reason
     assert "cupy-cuda13x" in reason
+
+
+# -- kernels' Python on the CPU: numpy standing in for cupy ---------------------------------
+NAN = float("nan")
+
+
+def _radix_order(x: np.ndarray) -> np.ndarray:
+    """The order CUB's radix sort gives a 1-d float array: by bit pattern with -0.0 as +0.0,
+    so NaNs sort by their bits (a NaN with the sign bit set comes first)."""
+    bits = np.where(x == 0, np.zeros_like(x), x).view(f"u{x.itemsize}")
+    top = np.array(1, bits.dtype) << np.array(8 * x.itemsize - 1, bits.dtype)
+    return np.argsort(np.where(bits & top, ~bits, bits | top), kind="stable")
+
+
+@pytest.fixture
+def numpy_as_cupy(monkeypatch):
+    """`import cupy` gives numpy, whose sort/argsort of a 1-d float array order NaNs by
+    bit pattern as cupy's does on a GPU (n-d ones put every NaN last, as cupy's do)."""
+    fake = types.ModuleType("cupy")
+    fake.__getattr__ = lambda name: getattr(np, name)
+
+    def argsort(a, axis=-1):
+        if a.ndim == 1 and dt.is_floating(a.dtype):
+            return _radix_order(a)
+        return np.argsort(a, axis=axis, kind="stable")
+
+    fake.argsort = argsort
+    fake.sort = lambda a, axis=-1: np.take_along_axis(a, argsort(a, axis), axis)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    return fake
+
+
+def _check_host(name, got, *host, **params):
+    spec = hal.ops.spec(name)
+    expected = spec.evaluate(*host, **params)
+    bound = spec.bound(*host, **params) if spec.bound else None
+    problem = mismatch(np.asarray(got), expected, spec.tolerance_for(expected.dtype), bound)
+    assert not problem, f"{name}{params}: {problem}"
+
+
+def _with_ties_and_nans(d):
+    """A (4, 6) array of d with ties, signed zeros, infinities and NaNs of both signs."""
+    row = np.array([2, NAN, -0.0, 1, -NAN, 0.0, 2, -np.inf, np.inf, 1, NAN, -1], np.float64)
+    x = np.stack([row, row[::-1], np.roll(row, 5), -row]).reshape(4, 12)[:, :6]
+    return x.astype(d)
+
+
+def test_the_stand_in_orders_nans_by_bits_as_cub_does(numpy_as_cupy):
+    out = numpy_as_cupy.sort(np.array([1.0, -NAN, -np.inf, NAN]))
+    assert np.isnan(out[0]) and np.signbit(out[0]) and np.isnan(out[-1])  # what _keys undoes
+
+
+@pytest.mark.parametrize("d", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_and_argsort_order_nans_and_ties_as_the_reference(numpy_as_cupy, d, descending):
+    from backends.cuda import sorting
+
+    if d == "bfloat16" and dt.bfloat16 is None:
+        pytest.skip("no bfloat16 without ml_dtypes")
+    x = _with_ties_and_nans(dt.dtype(d))
+    for case, axis in ((x, -1), (x, 0), (x[1], 0), (x.ravel(), -1)):
+        params = {"axis": axis, "descending": descending}
+        _check_host("sort", sorting.sort(case, **params), case, **params)
+        _check_host("argsort", sorting.argsort(case, **params), case, **params)
+
+
+@pytest.mark.parametrize("d", ["bool", "int8", "uint8", "int64"])
+def test_sort_and_argsort_exact_dtypes(numpy_as_cupy, d):
+    from backends.cuda import sorting
+
+    x = RNG.integers(0, 3, (5, 7)).astype(d)  # few values: many ties
+    for axis, descending in ((-1, False), (0, True), (1, True)):
+        params = {"axis": axis, "descending": descending}
+        _check_host("sort", sorting.sort(x, **params), x, **params)
+        _check_host("argsort", sorting.argsort(x, **params), x, **params)
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 3), (3, 0)])
+def test_sort_and_argsort_of_empty_tensors(numpy_as_cupy, shape):
+    from backends.cuda import sorting
+
+    x = np.zeros(shape, np.float32)
+    for axis in range(len(shape)):
+        _check_host("sort", sorting.sort(x, axis=axis), x, axis=axis)
+        _check_host("argsort", sorting.argsort(x, axis=axis), x, axis=axis)
+
+
+@pytest.mark.parametrize("d", ["bool", "int8", "uint8", "int32", "float16", "float32",
+                               "complex64"])
+def test_cumulative_sum_axes_dtypes_and_initial_zero(numpy_as_cupy, d):
+    from backends.cuda.reduce import cumulative_sum
+
+    x = _data((3, 4, 5), d) if d != "bool" else RNG.integers(0, 2, (3, 4, 5)).astype(bool)
+    cases = [(x, {"axis": a, "include_initial": i}) for a in (0, -1, 1) for i in (False, True)]
+    cases += [(x[0, 0], {"include_initial": True}), (x[0, 0], {"axis": None}),
+              (x[:0], {"axis": 1, "include_initial": True}),
+              (x[:, :0], {"axis": 1, "include_initial": True})]
+    for case, params in cases:
+        got = cumulative_sum(case, **params)
+        assert got.shape == hal.ops.spec("cumulative_sum").meta(case, **params)[0]
+        _check_host("cumulative_sum", got, case, **params)
+
+
+@pytest.mark.parametrize("d", ["bfloat16", "float32", "complex128", "int8", "bool"])
+def test_take_along_an_axis_and_flattened(numpy_as_cupy, d):
+    from backends.cuda.movement import take
+
+    if d == "bfloat16" and dt.bfloat16 is None:
+        pytest.skip("no bfloat16 without ml_dtypes")
+    x = _data((3, 4), "float32").astype(d) if d != "bool" else RNG.random((3, 4)) < 0.5
+    for idtype in (np.int32, np.int64):
+        idx = np.array([[-1, 0], [2, -3]], idtype)
+        for case, axis in ((x, 0), (x, -1), (x[1], None), (x.ravel(), 0)):
+            _check_host("take", take(case, idx, axis=axis), case, idx, axis=axis)
+        _check_host("take", take(x, idx[0, 0], axis=1), x, idx[0, 0], axis=1)  # 0-d indices
+        _check_host("take", take(x, idx[:0], axis=1), x, idx[:0], axis=1)
+
+
+def _host_divmod(tmp_path):
+    """The float floor_divide/remainder kernel's C compiled for the host: (a, b) -> (q, r)."""
+    compiler = shutil.which("c++") or shutil.which("g++")
+    if compiler is None:
+        pytest.skip("no C++ compiler to build the divmod kernel's C for the host")
+    from backends.cuda.elementwise import DIVMOD
+
+    source = tmp_path / "divmod.cpp"
+    source.write_text(
+        "#include <cmath>\nusing std::copysign; using std::floor; using std::fmod;\n"
+        "#define __device__\n" + DIVMOD +
+        "".join(f'extern "C" void run_{t}(const {t}* a, const {t}* b, {t}* q, {t}* r, long n)'
+                f" {{ for (long i = 0; i < n; i++) q[i] = hal_divmod(a[i], b[i], &r[i]); }}\n"
+                for t in ("float", "double")))
+    library = tmp_path / "divmod.so"
+    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", library, source], check=True)
+    lib = ctypes.CDLL(str(library))
+
+    def run(a, b):
+        q, r = np.empty_like(a), np.empty_like(a)
+        fn = lib.run_float if a.dtype == np.float32 else lib.run_double
+        fn(*(ctypes.c_void_p(v.ctypes.data) for v in (a, b, q, r)), ctypes.c_long(a.size))
+        return q, r
+
+    return run
+
+
+@pytest.mark.parametrize("d", [np.float32, np.float64])
+def test_float_floor_divide_and_remainder_match_numpy_bit_for_bit(tmp_path, d):
+    run = _host_divmod(tmp_path)
+    special = [-np.inf, -1e30, -10, -1.5, -1, -0.1, -0.0, 0.0, 0.1, 1, 1.5, 3, 1e30, np.inf,
+               NAN, np.finfo(d).max, np.finfo(d).tiny]
+    values = np.concatenate([special, RNG.standard_normal(300) * 10,
+                             RNG.integers(-20, 20, 300) / RNG.choice([1, 2, 5, 10], 300)])
+    a, b = (np.ascontiguousarray(v.ravel(), dtype=d) for v in np.meshgrid(values, values))
+    q, r = run(a, b)
+    with np.errstate(all="ignore"):
+        for got, expected in ((q, np.floor_divide(a, b)), (r, np.remainder(a, b))):
+            same = (got == expected) & (np.signbit(got) == np.signbit(expected))
+            bad = ~(same | np.isnan(got) & np.isnan(expected))
+            assert not bad.any(), (a[bad][:3], b[bad][:3], got[bad][:3], expected[bad][:3])
+        assert np.floor_divide(d(1), d(0.1)) == 9 and np.floor(d(1) / d(0.1)) == 10  # why
 
 
 # -- on a GPU ------------------------------------------------------------------------------
