@@ -1,6 +1,6 @@
 """The Apache TVM backend: kernels written in TE, compiled per shape, autotuned on demand.
 
-Each op is a TE builder (elementwise.py, reduce.py, movement.py, linalg.py, quant.py);
+Each op is a TE builder (elementwise.py, reduce.py, movement.py, scan.py, linalg.py, quant.py);
 composites are single fused kernels. compiler.py compiles and caches them in memory and
 on disk, schedule.py gives untuned kernels a parallel, vectorised default, tuning.py runs
 meta_schedule (`hal tune`) into a database later compiles use. Devices: the host CPU
@@ -60,7 +60,7 @@ class TVMBackend(hal.Backend):
 
     def _load_kernels(self) -> None:
         """Import the TE kernel modules (they import TVM), which register into `kernels`."""
-        from . import elementwise, linalg, movement, quant, reduce
+        from . import elementwise, linalg, movement, quant, reduce, scan
 
     def _open_device(self, index: int):
         from . import target

@@ -1,6 +1,10 @@
 """Elementwise kernels: unary and binary ops with numpy broadcasting, where, casts, and the
 elementwise composites (gelu, silu, sigmoid, relu) as one kernel each.
 
+floor_divide and remainder follow numpy: Python's floor division and modulo (the remainder
+takes the divisor's sign), an integer division by zero gives 0, and floats are computed as
+numpy's divmod does (from fmod, so that floor_divide(1, 0.1) is 9 as in numpy, not 10).
+
 Half precision (float16, bfloat16) computes in float32 and rounds once, as the reference
 does. Integer power has no kernel (numpy's overflow and negative-exponent rules are not
 worth a TE expression); it falls back.
@@ -48,6 +52,44 @@ def _pick(a, b, larger: bool):
     return tirx.Select(te.isnan(a), a, tirx.Select(te.isnan(b), b, chosen))
 
 
+def _int_divmod(a, b, name: str):
+    """numpy's integer floor_divide or remainder: x // 0 and x % 0 are 0, MIN // -1 is MIN."""
+    d = tu.dtype_of(a)
+    zero, one = tirx.const(0, d), tirx.const(1, d)
+    special = b == zero
+    if not d.startswith("uint"):  # MIN // -1 overflows (a hardware trap): negate by hand
+        minus_one = b == tirx.const(-1, d)
+        special = tirx.Or(special, minus_one)
+    safe = tirx.Select(special, one, b)  # Select computes both sides: never divide by 0
+    if name == "remainder":
+        return tirx.Select(special, zero, tirx.floormod(a, safe))
+    quotient = tirx.Select(b == zero, zero, tirx.floordiv(a, safe))
+    if d.startswith("uint"):
+        return quotient
+    lowest = tirx.min_value(d)  # -MIN overflows: numpy wraps it onto MIN itself
+    negated = tirx.Select(a == lowest, lowest, zero - a)
+    return tirx.Select(minus_one, negated, quotient)
+
+
+def _float_divmod(a, b, name: str):
+    """numpy's float floor_divide or remainder (its npy_divmod, NaN and inf included)."""
+    d = tu.dtype_of(a)
+    zero = tirx.const(0, d)
+    # TVM has no LLVM lowering of tirx.fmod: call the C library's (fmodf for float32)
+    mod = tirx.call_pure_extern(d, "fmodf" if d == "float32" else "fmod", a, b)
+    # a nonzero remainder whose sign differs from the divisor's moves by one divisor
+    fix = tirx.Or(tirx.And(b < zero, mod > zero), tirx.And(b > zero, mod < zero))
+    if name == "remainder":  # for b == 0, fmod's NaN is numpy's answer
+        return tirx.Select(mod == zero, tirx.copysign(zero, b),
+                           tirx.Select(fix, mod + b, mod))
+    div = (a - mod) / b
+    div = tirx.Select(fix, div - tirx.const(1, d), div)
+    floor = te.floor(div)
+    floor = tirx.Select(div - floor > tirx.const(0.5, d), floor + tirx.const(1, d), floor)
+    quotient = tirx.Select(div == zero, tirx.copysign(zero, a / b), floor)
+    return tirx.Select(b == zero, a / b, quotient)
+
+
 def _binary_expr(name: str, a, b):
     if name == "add":
         return a + b
@@ -61,6 +103,9 @@ def _binary_expr(name: str, a, b):
         return te.power(a, b)
     if name in ("maximum", "minimum"):
         return _pick(a, b, name == "maximum")
+    if name in ("floor_divide", "remainder"):
+        divmod_ = _float_divmod if "float" in tu.dtype_of(a) else _int_divmod
+        return divmod_(a, b, name)
     return {"equal": a == b, "less": a < b, "greater": a > b}[name]
 
 
@@ -131,7 +176,7 @@ def _register_binary(name: str, among=None) -> None:
 for _name in ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "erf"):
     _register_unary(_name)
 for _name in ("add", "subtract", "multiply", "divide", "maximum", "minimum", "equal", "less",
-              "greater"):
+              "greater", "floor_divide", "remainder"):
     _register_binary(_name)
 _register_binary("power", dt.FLOATS)
 

@@ -1,11 +1,11 @@
 """Movement: reshape is a view of the same memory; transposes, broadcasts, strided slices,
-concatenation and padding are copy kernels.
+concatenation, padding and take are copy kernels.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from tvm import te, tirx
+from tvm import te, tirx, topi
 
 from hal import dtypes as dt
 from hal import ops
@@ -89,6 +89,12 @@ def pad(x: te.Tensor, *, pad_width: tuple, mode: str, value) -> te.Tensor:
     return te.compute(shape, at, name="out")
 
 
+def take(x: te.Tensor, indices: te.Tensor, *, axis: int | None) -> te.Tensor:
+    """x's elements at indices along axis (None: of x flattened); a negative index counts
+    from the end (the op's domain check has refused any out of range). x is not empty."""
+    return topi.take(x, indices, axis=axis, mode="wrap")
+
+
 @kernels.register("reshape", _NO_COMPLEX)
 def _reshape(device, x, *, shape):
     out_shape, _ = ops.spec("reshape").meta(x, shape=shape)
@@ -128,3 +134,13 @@ def _pad(device, x, *, pad_width, mode="constant", value=0):
     value = bool(value) if x.dtype == np.bool_ else value
     return device.run("pad", pad, [x], pad_width=tuple(map(tuple, pad_width)), mode=mode,
                       value=value)
+
+
+@kernels.register("take", _NO_COMPLEX)
+def _take_kernel(device, x, indices, *, axis=None, out_shape, out_dtype):
+    from hal import shapes
+
+    if 0 in x.shape:  # an empty result (topi.take would divide by the size 0 of x)
+        return device.empty(out_shape, out_dtype)
+    a = None if axis is None else shapes.axis("take", axis, len(x.shape))
+    return device.run("take", take, [x, indices], axis=a)

@@ -155,6 +155,71 @@ def test_empty_and_degenerate_shapes(dev):
     assert out.numpy().tolist() == [[0, 1, 2, 3]] * 2
 
 
+def test_integer_floor_divide_and_remainder_match_numpy_at_zero_and_overflow(dev):
+    for d in (np.int8, np.int64):
+        low = np.iinfo(d).min
+        a = np.array([low, 7, -7, 7, -7, 5, low, 0], d)
+        b = np.array([-1, 2, 2, -2, -2, 0, 3, -3], d)
+        with hal.fallback_policy("error"), np.errstate(all="ignore"):
+            for name in ("floor_divide", "remainder"):
+                out = getattr(hal, name)(_on(dev, a), _on(dev, b))
+                np.testing.assert_array_equal(out.numpy(), getattr(np, name)(a, b))
+
+
+def test_float_floor_divide_and_remainder_match_numpy_with_inf_nan_and_zero(dev):
+    nan, inf = np.nan, np.inf
+    a = np.array([1, -1, inf, 1, 0, -0.0, nan, 7.5, -7.5, 1, 3, -3, 5, -5, 1])
+    b = np.array([inf, inf, 1, 0, 0, 1, 1, -2, 2, 0.1, -0.0, 0, -inf, 3, -inf])
+    for d in (np.float32, np.float64):
+        with hal.fallback_policy("error"), np.errstate(all="ignore"):
+            for name in ("floor_divide", "remainder"):
+                out = getattr(hal, name)(_on(dev, a.astype(d)), _on(dev, b.astype(d))).numpy()
+                expected = getattr(np, name)(a.astype(d), b.astype(d))
+                np.testing.assert_array_equal(out, expected)
+                signed = ~np.isnan(expected)  # numpy's zeros carry a sign; its NaNs do not
+                assert (np.signbit(out) == np.signbit(expected))[signed].all(), name
+
+
+def test_take_counts_negative_indices_from_the_end(dev):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    indices = np.array([[-1, 0], [2, -3]], np.int32)
+    with hal.fallback_policy("error"):
+        np.testing.assert_array_equal(hal.take(_on(dev, x), _on(dev, indices), axis=1).numpy(),
+                                      np.take(x, indices, axis=1))
+        flat = np.array([-12, 11, 5], np.int64)
+        np.testing.assert_array_equal(hal.take(_on(dev, x), _on(dev, flat)).numpy(),
+                                      np.take(x, flat))
+        empty = hal.take(_on(dev, np.zeros((0, 4), np.float32)), _on(dev, indices), axis=1)
+    assert empty.shape == (0, 2, 2) and empty.dtype == np.float32
+
+
+def test_cumulative_sum_widens_integers_and_prepends_zero(dev):
+    x = RNG.integers(-100, 100, (3, 5)).astype(np.int8)
+    with hal.fallback_policy("error"):
+        out = hal.cumulative_sum(_on(dev, x), axis=1, include_initial=True).numpy()
+        flags = hal.cumulative_sum(_on(dev, x > 0), axis=0).numpy()
+        empty = hal.cumulative_sum(_on(dev, np.zeros((3, 0), np.int8)), axis=1,
+                                   include_initial=True).numpy()
+    assert out.dtype == np.int64 and flags.dtype == np.int64
+    np.testing.assert_array_equal(out, np.pad(np.cumsum(x, axis=1, dtype=np.int64),
+                                              [(0, 0), (1, 0)]))
+    np.testing.assert_array_equal(flags, np.cumsum(x > 0, axis=0))
+    np.testing.assert_array_equal(empty, np.zeros((3, 1), np.int64))
+
+
+@pytest.mark.parametrize("d", [np.float16, np.float64])
+def test_sort_is_stable_with_nan_last_and_signed_zeros_equal(dev, d):
+    nan, inf = np.nan, np.inf
+    x = np.array([[nan, 1, -inf, -0.0, nan, 0, inf, -1, 0, 1, -0.0, 1e-300]]).astype(d)
+    with hal.fallback_policy("error"):
+        for descending in (False, True):
+            order = hal.argsort(_on(dev, x), axis=1, descending=descending).numpy()
+            np.testing.assert_array_equal(order, hal.ops.spec("argsort").evaluate(
+                x, axis=1, descending=descending))
+            values = hal.sort(_on(dev, x), axis=1, descending=descending).numpy()
+            np.testing.assert_array_equal(values, np.take_along_axis(x, order, axis=1))
+
+
 def test_second_process_loads_kernels_from_the_cache(tmp_path):
     code = """
         import hal, numpy as np, json
