@@ -3,15 +3,16 @@
 Devices are listed over every platform, simulators (Oclgrind) last, so `opencl:0` is a
 real device. Kernels are generated OpenCL C, built once per device and source:
 strided elementwise and movement kernels with broadcasting, reductions, tiled GEMM,
-Stockham/Bluestein FFT, and fused kernels for the composites. The kernel modules import
-no pyopencl at their top, so this module loads (and says why) without it.
+Stockham/Bluestein FFT, scans (pyopencl.scan), bitonic sorts, gathers, and fused kernels
+for the composites. The kernel modules import no pyopencl at their top, so this module
+loads (and says why) without it.
 """
 
 from __future__ import annotations
 
 import hal
 
-from . import elementwise, fft, gemm, movement, nn, quant, reduce
+from . import elementwise, fft, gemm, movement, nn, quant, reduce, scan_sort
 from .table import kernels
 
 SIMULATORS = ("Oclgrind",)

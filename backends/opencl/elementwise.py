@@ -1,5 +1,6 @@
-"""Elementwise ops as OpenCL C expressions: unary, binary, where, casts, complex parts, and
-fused activations (each composite's chain of primitives generated into one kernel).
+"""Elementwise ops as OpenCL C expressions: unary, binary (floor division and remainder as
+numpy computes them too), where, casts, complex parts, and fused composites (activations,
+the isnan/isinf/isfinite predicates and clip: each chain of primitives one kernel).
 
 An expression is written once per dtype family here; `strided.run` wraps it in a kernel
 that broadcasts by strides. `fused(device, expr, *arrays)` is the same engine for any
@@ -28,14 +29,23 @@ def _wrapping(d, op, a, b=None):
     return f"({cltypes.storage(d)})(({u}){a} {op} ({u}){b})"
 
 
-def _pick(cmp, d):
-    """maximum/minimum; for floats a NaN in a0 wins (a NaN in a1 loses the comparison)."""
-    nan = " || a0 != a0" if dt.is_floating(d) else ""
-    return f"((a0 {cmp} a1{nan}) ? a0 : a1)"
+def _pick(cmp, d, a="a0", b="a1"):
+    """maximum/minimum; for floats a NaN in a wins (a NaN in b loses the comparison)."""
+    nan = f" || {a} != {a}" if dt.is_floating(d) else ""
+    return f"(({a} {cmp} {b}{nan}) ? {a} : {b})"
+
+
+PREDICATES = {"isnan": ("isnan", "||", "0"), "isinf": ("isinf", "||", "0"),
+              "isfinite": ("isfinite", "&&", "1")}
 
 
 def unary_expr(name: str, d: np.dtype) -> str:
     """The C expression of a unary op on `a0` of dtype d."""
+    if name in PREDICATES:
+        fn, join, integer = PREDICATES[name]
+        if dt.is_complex(d):
+            return f"({fn}(a0.real) {join} {fn}(a0.imag))"
+        return integer if dt.is_integer(d) else f"{fn}(a0)"
     if dt.is_complex(d):
         p = cltypes.cprefix(d)
         if name in complex_math.UNARY:
@@ -68,6 +78,8 @@ def binary_expr(name: str, d: np.dtype) -> str:
         return f"ipow_{cltypes.storage(d)}(a0, a1)" if dt.is_integer(d) else "pow(a0, a1)"
     if name in ("maximum", "minimum"):
         return _pick(">" if name == "maximum" else "<", d)
+    if name in ("floor_divide", "remainder"):
+        return f"hal_{name}_{cltypes.compute(d)}(a0, a1)"
     return "a0 " + {"equal": "==", "less": "<", "greater": ">"}[name] + " a1"
 
 
@@ -79,6 +91,40 @@ def _ipow(d) -> str:
             f"  {u} r = 1, x = ({u})b, m = ({u})e;\n"
             f"  while (m) {{ if (m & 1) r *= x; x *= x; m >>= 1; }}\n"
             f"  return ({t})r;\n}}\n")
+
+
+def _floor_division(d) -> str:
+    """hal_floor_divide_T and hal_remainder_T: Python's floor division and modulo as numpy
+    computes them. Integers: x // 0 and x % 0 are 0, MIN // -1 wraps to MIN (C's division
+    would trap). Floats: numpy's npy_divmod (fmod, then the quotient rounded to the floor)."""
+    t = cltypes.compute(d)
+    if dt.is_integer(d):
+        if d == dt.uint8:
+            return (f"inline {t} hal_floor_divide_{t}({t} a, {t} b) {{ return b ? a / b : 0; }}\n"
+                    f"inline {t} hal_remainder_{t}({t} a, {t} b) {{ return b ? a % b : 0; }}\n")
+        neg = _wrapping(d, "-", "a")
+        return (f"inline {t} hal_floor_divide_{t}({t} a, {t} b) {{\n"
+                f"  if (b == 0) return 0;\n  if (b == -1) return {neg};\n"
+                f"  const {t} q = a / b;\n"
+                f"  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n}}\n"
+                f"inline {t} hal_remainder_{t}({t} a, {t} b) {{\n"
+                f"  if (b == 0 || b == -1) return 0;\n  const {t} r = a % b;\n"
+                f"  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}}\n")
+    return (f"inline {t} hal_divmod_{t}({t} a, {t} b, {t} *mod) {{\n"
+            f"  {t} m = fmod(a, b);\n"
+            f"  if (b == 0) {{ *mod = m; return a / b; }}\n"
+            f"  {t} div = (a - m) / b;\n"
+            f"  if (m != 0) {{ if ((b < 0) != (m < 0)) {{ m += b; div -= ({t})1; }} }}\n"
+            f"  else m = copysign(({t})0, b);\n"
+            f"  {t} floordiv;\n"
+            f"  if (div != 0) {{\n    floordiv = floor(div);\n"
+            f"    if (div - floordiv > ({t})0.5) floordiv += ({t})1;\n  }}\n"
+            f"  else floordiv = copysign(({t})0, a / b);\n"
+            f"  *mod = m;\n  return floordiv;\n}}\n"
+            f"inline {t} hal_floor_divide_{t}({t} a, {t} b) {{ {t} m; "
+            f"return hal_divmod_{t}(a, b, &m); }}\n"
+            f"inline {t} hal_remainder_{t}({t} a, {t} b) {{ {t} m; "
+            f"hal_divmod_{t}(a, b, &m); return m; }}\n")
 
 
 def cast_expr(src: np.dtype, dst: np.dtype) -> str:
@@ -139,8 +185,13 @@ def _unary_kernel(name):
 def _binary_kernel(name):
     def kernel(device, a, b):
         d = a.dtype
-        helpers = complex_math.helpers(d) if dt.is_complex(d) else (
-            _ipow(d) if name == "power" and dt.is_integer(d) else "")
+        helpers = ""
+        if dt.is_complex(d):
+            helpers = complex_math.helpers(d)
+        elif name == "power" and dt.is_integer(d):
+            helpers = _ipow(d)
+        elif name in ("floor_divide", "remainder"):
+            helpers = _floor_division(d)
         return map_arrays(device, name, binary_expr(name, d), [a, b],
                           ops.spec(name).meta(a, b)[1], helpers=helpers)
 
@@ -148,11 +199,11 @@ def _binary_kernel(name):
 
 
 for _name in ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "erf",
-              "real", "imag", "conj"):
+              "real", "imag", "conj", "isnan", "isinf", "isfinite"):
     kernels.register(_name, supported(_name))(_unary_kernel(_name))
 
 for _name in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
-              "equal", "less", "greater"):
+              "equal", "less", "greater", "floor_divide", "remainder"):
     kernels.register(_name, supported(_name))(_binary_kernel(_name))
 
 
@@ -160,6 +211,17 @@ for _name in ("add", "subtract", "multiply", "divide", "power", "maximum", "mini
 def where(device, cond, x, y):
     """Elements of x where cond, else of y, broadcast together."""
     return map_arrays(device, "where", "a0 ? a1 : a2", [cond, x, y], x.dtype)
+
+
+@kernels.register("clip", supported("clip"))
+def clip(device, x, lo=None, hi=None):
+    """x limited to [lo, hi] (either may be absent), broadcast; NaN in any operand wins."""
+    expr, arrays = "a0", [x]
+    for bound, cmp in ((lo, ">"), (hi, "<")):
+        if bound is not None:
+            arrays.append(bound)
+            expr = _pick(cmp, x.dtype, f"({expr})", f"a{len(arrays) - 1}")
+    return map_arrays(device, "clip", expr, arrays, x.dtype)
 
 
 @kernels.register("astype", supported("astype"))
@@ -199,7 +261,9 @@ def activation_expr(name: str | None, d: np.dtype, v: str = "a0") -> str:
         return f"({c(d, 0.5)} * {v} * ({c(d, 1)} + erf({v} * {c(d, math.sqrt(0.5))})))"
     if name == "gelu_tanh":
         inner = f"{c(d, math.sqrt(2 / math.pi))} * ({v} + {c(d, 0.044715)} * {v} * {v} * {v})"
-        return f"({c(d, 0.5)} * {v} * ({c(d, 1)} + tanh({inner})))"
+        # 0.5 * (1 + tanh(u)) as 1 / (1 + exp(-2u)): exactly 0 at u = -inf, where
+        # 1 + tanh(u) cancels to rounding noise
+        return f"({v} / ({c(d, 1)} + exp({c(d, -2)} * ({inner}))))"
     raise HalError(f"linear: activation {name!r} has no OpenCL expression; use one of "
                    f"relu, sigmoid, silu, tanh, gelu, gelu_tanh")
 

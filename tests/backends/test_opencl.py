@@ -78,8 +78,9 @@ def test_device_capabilities(dev):
     assert caps.backend == "opencl" and caps.name and caps.memory_bytes > 0
     assert "bfloat16" not in caps.dtypes and "bfloat16" in caps.unsupported
     assert ("float64" in caps.dtypes) == caps.extra["fp64"]
-    # a kernel for every op of the set but quantized_linear, which decomposes on the device
-    assert set(hal.ops.names()) - set(caps.ops) == {"quantized_linear"}
+    # a kernel for every op of the set but these composites, which decompose on the device
+    decomposed = {"quantized_linear", "all", "any", "argmax", "argmin"}
+    assert set(hal.ops.names()) - set(caps.ops) == decomposed
 
 
 def test_quantized_linear_decomposes_on_the_device(dev):
@@ -254,6 +255,85 @@ def test_reduction_nan_propagates(dev):
     host = np.array([[1.0, np.nan], [2.0, 3.0]], np.float32)
     got = hal.max(hal.asarray(host, device=dev), axis=1).numpy()
     assert np.isnan(got[0]) and got[1] == 3
+
+
+def test_activations_vanish_exactly_far_left(dev):
+    """gelu(tanh), silu and sigmoid at large negative x are exactly (-)0, as the reference
+    is: 1 + tanh(u) cancels to rounding noise there, 1 / (1 + exp(-2u)) does not."""
+    host = np.array([-80.0, -1e4, -1e30, -np.inf], np.float32)
+    for name, params in (("gelu", {"approximate": "tanh"}), ("silu", {}), ("sigmoid", {})):
+        got = hal.dispatch.call(hal.ops.spec(name), _on(dev, host), **params).numpy()
+        expected = hal.ops.spec(name).evaluate(host, **params)
+        assert np.array_equal(got[:3], expected[:3]), name
+        assert np.array_equal(np.signbit(got[:3]), np.signbit(expected[:3])), name
+    x = np.diag(host[:3])
+    got = hal.nn.linear(_on(dev, x), _on(dev, np.eye(3, dtype=np.float32)),
+                        activation="gelu_tanh").numpy()
+    assert np.array_equal(np.signbit(got), np.signbit(np.diag(host[:3])))
+    assert not got.any()
+
+
+# -- scans, sorts, take, integer division --------------------------------------------------
+def test_cumulative_sum_of_few_long_rows(dev):
+    """Rows longer than a chunk, too few to fill the device, are scanned chunk by chunk."""
+    for d in ("int8", "int64", "float32"):
+        for shape, axis in (((20001,), 0), ((3, 5000), 1), ((5000, 2), 0)):
+            host = _data(shape, d)
+            for initial in (False, True):
+                got = hal.cumulative_sum(_on(dev, host), axis=axis, include_initial=initial)
+                _check("cumulative_sum", got, host, axis=axis, include_initial=initial)
+
+
+def test_sort_long_rows_with_ties_nan_and_signed_zeros(dev):
+    """Rows beyond a power of two; stable order of ties, NaN last ascending, first
+    descending, and 0/-0 exactly where the reference puts them."""
+    host = RNG.integers(-3, 3, (3, 1025)).astype(np.float32)
+    host[host == 2], host[host == -3], host[host == 1] = np.nan, -0.0, np.inf
+    for descending in (False, True):
+        for axis in (0, 1):
+            t = _on(dev, host)
+            got = hal.argsort(t, axis=axis, descending=descending).numpy()
+            assert np.array_equal(got, hal.ops.spec("argsort").evaluate(
+                host, axis=axis, descending=descending))
+            got = hal.sort(t, axis=axis, descending=descending).numpy()
+            expected = hal.ops.spec("sort").evaluate(host, axis=axis, descending=descending)
+            assert np.array_equal(got, expected, equal_nan=True)
+            assert np.array_equal(np.signbit(got), np.signbit(expected))
+
+
+def test_take_from_a_view(dev):
+    host = _data((4, 6), "float16")
+    idx = np.array([[0, -1], [2, 5]], np.int64)
+    _check("take", hal.take(_on(dev, host, view=True), _on(dev, idx), axis=1), host, idx,
+           axis=1)
+    _check("take", hal.take(_on(dev, host), _on(dev, idx)), host, idx)
+
+
+@pytest.mark.parametrize("d", ["int8", "uint8", "int32", "int64"])
+def test_integer_floor_division_edges(dev, d):
+    """x // 0 and x % 0 are 0, MIN // -1 wraps to MIN (C's division would trap): numpy's."""
+    info = np.iinfo(d)
+    values = np.array([v for v in (int(info.min), int(info.min) + 1, -7, -1, 0, 1, 7,
+                                   int(info.max)) if info.min <= v <= info.max], d)
+    a, b = np.meshgrid(values, values)
+    with np.errstate(divide="ignore", over="ignore"):
+        for name in ("floor_divide", "remainder"):
+            got = hal.dispatch.call(hal.ops.spec(name), _on(dev, a), _on(dev, b)).numpy()
+            np.testing.assert_array_equal(got, getattr(np, name)(a, b), err_msg=name)
+
+
+@pytest.mark.parametrize("d", ["float16", "float32"])
+def test_float_floor_division_edges(dev, d):
+    """inf, NaN, signed zeros and a zero divisor give what numpy gives, signs included."""
+    values = np.array([-np.inf, -7.5, -1, -0.0, 0.0, 0.5, 3, np.inf, np.nan], d)
+    a, b = np.meshgrid(values, values)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for name in ("floor_divide", "remainder"):
+            got = hal.dispatch.call(hal.ops.spec(name), _on(dev, a), _on(dev, b)).numpy()
+            expected = getattr(np, name)(a, b)
+            np.testing.assert_array_equal(got, expected, err_msg=name)
+            same_sign = np.signbit(got) == np.signbit(expected)
+            assert same_sign[~np.isnan(expected)].all(), name
 
 
 def test_movement(dev):
