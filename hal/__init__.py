@@ -140,7 +140,9 @@ from .functions import (
     tanh,
     where,
 )
+from .graph import Graph
 from .info import __array_namespace_info__
+from .jit import Jitted, RetraceWarning, jit, to_static
 from .kernels import KernelTable
 from .registry import (
     available_backends,

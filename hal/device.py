@@ -457,6 +457,20 @@ class Backend:
         """Open device `index` (called once per index; the result is cached)."""
         raise NotImplementedError  # abstract hook: every backend opens its own devices
 
+    def compile_fused(self, body, device: Device) -> Callable | None:
+        """A native function for one fused group of a graph, or None to run it node by node.
+
+        body is a `hal.graph.Graph`: its inputs are the group's operands (numpy
+        broadcasting to the result), its nodes elementwise ops (`hal.graph.ELEMENTWISE`),
+        the last of them possibly a reduction (`hal.graph.REDUCTIONS`), its constants 0-d
+        scalars to inline, and one output. The function takes the operands' native arrays
+        and returns the native result; if it has `takes_out = True` it is also given
+        `out=`, a native array of the result's shape and dtype to write (the executable
+        reuses it across calls). Compile once per `body.key()`, caching what you can on
+        disk under `settings.cache_dir`. The default declines: no fusion.
+        """
+        return None
+
     def unsupported_on(self, device: Device) -> Mapping[str, str]:
         """Op or dtype name -> why, for one device (default: the backend's `unsupported`)."""
         return self.unsupported

@@ -90,7 +90,7 @@ class Eager(Interpreter):
             return _without_kernel(spec, device, key_dtype, args, params)
         if _recorders:
             _record(spec.name, device, key_dtype, "kernel")
-        if getattr(kernel, "takes_out", False):
+        if getattr(kernel, "takes_meta", False):
             params = {**params, "out_shape": out[0], "out_dtype": out[1]}
         try:
             if len(args) == 1:
@@ -138,8 +138,8 @@ def interpret(interpreter: Interpreter) -> Iterator[Interpreter]:
     _stack.append(interpreter)
     try:
         yield interpreter
-    finally:
-        _stack.remove(interpreter)
+    finally:  # by identity: interpreters need not be comparable
+        del _stack[next(i for i in range(len(_stack) - 1, -1, -1) if _stack[i] is interpreter)]
 
 
 @contextlib.contextmanager

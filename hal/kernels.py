@@ -50,19 +50,19 @@ class KernelTable:
     def bind(self, device) -> dict[tuple[str, np.dtype], Kernel]:
         """The kernels with the device argument bound: (op, dtype) -> callable(*natives).
 
-        A bound kernel that wants the result's shape and dtype has `takes_out = True`.
+        A bound kernel that wants the result's shape and dtype has `takes_meta = True`.
         """
         bound = {}
         for key, (fn, device_arg) in self._entries.items():
             kernel = functools.partial(fn, device) if device_arg else fn
-            if _takes_out(fn):
+            if _takes_meta(fn):
                 kernel = functools.partial(fn, device) if device_arg else functools.partial(fn)
-                kernel.takes_out = True
+                kernel.takes_meta = True
             bound[key] = kernel
         return bound
 
 
-def _takes_out(fn: Kernel) -> bool:
+def _takes_meta(fn: Kernel) -> bool:
     """True when fn declares the keyword parameters out_shape and out_dtype."""
     try:
         parameters = inspect.signature(fn).parameters

@@ -1,0 +1,298 @@
+"""Executables: a graph bound once to a device, replayed without per-op dispatch.
+
+`Executable(graph, device)` binds every node to what runs it: a fused group to the
+backend's compiled function (`Backend.compile_fused`), else to its body run node by
+node; any other node to the device's kernel with its parameters bound, or to the CPU
+fallback (the op's numpy reference, counted and refused as eager does). It then writes
+the whole graph as one Python function (one line per node, as torch.fx does) so a call
+costs a function call per node and nothing else: no operand checks, promotion, shape
+rules or result wrapping. The first call runs node by node and checks every result's
+shape and dtype; later calls run the generated function.
+
+Buffers: a compiled group that writes into a given output (`takes_out`) gets a buffer
+preallocated once and shared by liveness with other groups whose values are dead by
+then (the result of a movement op, a cast or a complex part may be a view of its
+operand, so it keeps the operand's buffer alive); values the graph returns are written
+into fresh buffers each call.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections import Counter
+
+from . import dispatch, ops
+from .errors import FallbackRefused, FallbackWarning, HalError, KernelError, UnsupportedOp
+from .graph import FUSED, Graph, Node
+from .settings import settings
+from .tensor import Tensor
+
+
+def label(node: Node) -> str:
+    """How placement names a node: its op, or `fused(op,op,...)` for a fused group."""
+    if node.op != FUSED:
+        return node.op
+    return f"fused({','.join(n.op for n in node.params['body'].nodes)})"
+
+
+class Executable:
+    """A graph compiled for one device: call it with input Tensors, get output Tensors."""
+
+    def __init__(self, graph: Graph, device):
+        self.graph, self.device = graph, device
+        self.how: list[str] = []  # per node: compiled / unfused / kernel / fallback
+        self._steps = [self._bind(node) for node in graph.nodes]
+        self._labels = [(label(n), n.dtype.name) for n in graph.nodes]
+        self._buffers = _assign_buffers(graph, [getattr(s, "takes_out", False)
+                                                for s in self._steps], device)
+        self._constants = [c._data for c in graph.constants]
+        self._code = self._generate()
+        self._checked = False
+        self._all_nodes = all(r[0] == "node" for r in graph.outputs)
+
+    # -- binding -----------------------------------------------------------------------
+    def _bind(self, node: Node):
+        device, graph = self.device, self.graph
+        if node.op == FUSED:
+            body = node.params["body"]
+            fn = device.backend.compile_fused(body, device)
+            if fn is not None:
+                self.how.append("compiled")
+                return fn
+            inner = Executable(body, device)
+            self.how.append("unfused")
+            return lambda *natives: inner._call_natives(natives)[0]
+        spec = ops.spec(node.op)
+        key_dtype = graph.meta(node.inputs[spec.key])[1]
+        kernel = device._kernels.get((node.op, key_dtype))
+        if kernel is None:
+            return self._fallback(node, spec, key_dtype)
+        params = dict(node.params)
+        if getattr(kernel, "takes_meta", False):
+            params.update(out_shape=node.shape, out_dtype=node.dtype)
+        bound = functools.partial(kernel, **params) if params else kernel
+        self.how.append("kernel")
+        if spec.domain is None:
+            return bound
+
+        def checked(*natives):
+            spec.domain(*[None if a is None else Tensor._wrap(a, device) for a in natives],
+                        **node.params)
+            return bound(*natives)
+
+        return checked
+
+    def _fallback(self, node: Node, spec: ops.OpSpec, dtype):
+        device = self.device
+        why = device.capabilities.unsupported.get(node.op)
+        where = f"{node.op} on {device.name} for {dtype.name}"
+        if why is not None:
+            raise UnsupportedOp(f"{where}: {device.name} does not support it ({why}); run the "
+                                "function on a device that does")
+        if settings.fallback == "error":
+            raise FallbackRefused(
+                f"{where}: the backend has no kernel and HAL_FALLBACK=error forbids the CPU "
+                "fallback; set HAL_FALLBACK=warn or allow, or use a device that has the op")
+        if settings.fallback == "warn":
+            warnings.warn(f"{where}: no kernel, this node of the graph runs on the CPU "
+                          "(HAL_FALLBACK=warn)", FallbackWarning, stacklevel=4)
+        self.how.append("fallback")
+        count_key = (node.op, device.name, dtype.name)
+
+        def on_host(*natives):
+            host = [None if a is None else device.download(a) for a in natives]
+            dispatch.fallback_counts[count_key] += 1
+            return device.upload(spec.evaluate(*host, **node.params))
+
+        return on_host
+
+    # -- code generation ---------------------------------------------------------------
+    def _generate(self):
+        """The graph as one Python function of the input natives returning output natives."""
+        graph = self.graph
+        names = {("input", i): f"i{i}" for i in range(len(graph.inputs))}
+        names.update({("const", i): f"c[{i}]" for i in range(len(graph.constants))})
+        last = _last_uses(graph)
+        lines = [f"def run({', '.join(names[('input', i)] for i in range(len(graph.inputs)))}):"]
+        scope = {"s": self._steps, "c": self._constants, "b": self._buffers.fixed,
+                 "e": self._buffers.fresh}
+        outputs = set(graph.outputs)
+        for k, node in enumerate(graph.nodes):
+            args = [("None" if r is None else names[r]) for r in node.inputs]
+            slot = self._buffers.slot[k]
+            if slot is not None:
+                args.append(f"out=b[{slot}]" if slot >= 0 else f"out=e[{k}]()")
+            names[("node", k)] = f"v{k}"
+            line = f"    v{k} = s[{k}]({', '.join(args)})"
+            dead = [f"v{j}" for j in last.get(k, ()) if ("node", j) not in outputs]
+            lines.append(line + (f"; del {', '.join(dead)}" if dead else ""))
+        lines.append(f"    return ({''.join(names[r] + ', ' for r in graph.outputs)})")
+        code = compile("\n".join(lines), _FILENAME, "exec")
+        exec(code, scope)
+        self.source = "\n".join(lines)
+        return scope["run"]
+
+    # -- running -----------------------------------------------------------------------
+    def __call__(self, *inputs: Tensor) -> list[Tensor]:
+        """Output Tensors for input Tensors (of the graph's input shapes and dtypes)."""
+        natives = self._call_natives([t._data for t in inputs])
+        if dispatch._recorders:
+            self._record()
+        wrap, device = Tensor._wrap, self.device
+        if self._all_nodes:
+            return [wrap(native, device) for native in natives]
+        return [inputs[r[1]] if r[0] == "input" else self.graph.constants[r[1]]
+                if r[0] == "const" else wrap(native, device)
+                for r, native in zip(self.graph.outputs, natives, strict=True)]
+
+    def _call_natives(self, natives) -> tuple:
+        if not self._checked:
+            result = self._run_checked(natives)
+            self._checked = True
+            return result
+        try:
+            return self._code(*natives)
+        except HalError:
+            raise
+        except Exception as e:
+            raise self._error(e, _failed_step(e)) from e
+
+    def _run_checked(self, natives: tuple) -> tuple:
+        """One call node by node, each result's shape and dtype checked against the graph."""
+        values: list = []
+        fresh = self._buffers.fresh
+
+        def get(r):
+            if r is None:
+                return None
+            return natives[r[1]] if r[0] == "input" else self._constants[r[1]] \
+                if r[0] == "const" else values[r[1]]
+
+        for k, (node, step) in enumerate(zip(self.graph.nodes, self._steps, strict=True)):
+            args = [get(r) for r in node.inputs]
+            slot = self._buffers.slot[k]
+            kwargs = {} if slot is None else {
+                "out": self._buffers.fixed[slot] if slot >= 0 else fresh[k]()}
+            try:
+                value = step(*args, **kwargs)
+            except HalError:
+                raise
+            except Exception as e:
+                raise self._error(e, k) from e
+            shape, dtype = tuple(value.shape), value.dtype
+            if shape != node.shape or dtype != node.dtype:
+                raise KernelError(
+                    f"{self._where(k)}: the {self.how[k]} step returned "
+                    f"{getattr(dtype, 'name', dtype)}{shape}, the graph says "
+                    f"{node.dtype.name}{node.shape}; fix the backend's kernel or compile_fused")
+            values.append(value)
+        return tuple(get(r) for r in self.graph.outputs)
+
+    def _where(self, k: int) -> str:
+        node = self.graph.nodes[k]
+        at = f" (traced at {node.where})" if node.where else ""
+        return (f"node %{k} {label(node)} -> {node.dtype.name}{node.shape}{at} on "
+                f"{self.device.name} ({self.device.backend.name} backend)")
+
+    def _error(self, e: Exception, k: int | None) -> KernelError:
+        where = self._where(k) if k is not None else f"a graph on {self.device.name}"
+        return KernelError(f"{where}: raised {type(e).__name__}: {e}")
+
+    def _record(self) -> None:
+        for (name, dtype), how in zip(self._labels, self.how, strict=True):
+            for r in dispatch._recorders:
+                r.records.append((name, self.device.name, dtype, how))
+
+    def counts(self) -> Counter:
+        """Nodes per way of running: compiled (fused, by the backend), unfused (a group run
+        node by node), kernel, fallback."""
+        return Counter(self.how)
+
+
+_FILENAME = "<hal graph>"
+
+
+def _failed_step(e: Exception) -> int | None:
+    """The node whose line of the generated function raised (from the traceback)."""
+    tb = e.__traceback__
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == _FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return None if line is None or line < 2 else line - 2
+
+
+def _last_uses(graph: Graph) -> dict[int, list[int]]:
+    """node k -> the node values whose last reader is k (they can be dropped after it)."""
+    last: dict[int, int] = {}
+    for k, node in enumerate(graph.nodes):
+        for r in node.inputs:
+            if r is not None and r[0] == "node":
+                last[r[1]] = k
+    out: dict[int, list[int]] = {}
+    for j, k in last.items():
+        out.setdefault(k, []).append(j)
+    return out
+
+
+_MAY_ALIAS = frozenset(s.name for s in ops.specs() if s.family in ("movement", "cast", "complex"))
+
+
+class _Buffers:
+    """Output buffers of the steps that write into one: slot[k] is a fixed buffer index,
+    -1 for a fresh buffer each call (values that may leave the graph), None for none."""
+
+    def __init__(self):
+        self.slot: list[int | None] = []
+        self.fixed: list = []
+        self.fresh: dict[int, object] = {}
+
+
+def _assign_buffers(graph: Graph, takes_out: list[bool], device) -> _Buffers:
+    """Preallocated buffers shared by liveness (an interval colouring by shape and dtype)."""
+    plan = _Buffers()
+    n = len(graph.nodes)
+    # the buffers each value may live in: its own, or its operands' where a kernel may
+    # return a view or the operand itself (movement ops, casts, complex parts)
+    alias: list[set[int]] = []
+    for k, node in enumerate(graph.nodes):
+        if takes_out[k]:
+            alias.append({k})
+        elif node.op not in _MAY_ALIAS:
+            alias.append(set())
+        else:
+            alias.append(set().union(*[alias[r[1]] for r in node.inputs
+                                       if r is not None and r[0] == "node"]))
+    end = dict.fromkeys(range(n), -1)
+    last = {j: k for k, js in _last_uses(graph).items() for j in js}
+    escaping = set()
+    for j in range(n):
+        for b in alias[j]:
+            end[b] = max(end[b], last.get(j, j))
+    for r in graph.outputs:
+        if r[0] == "node":
+            escaping |= alias[r[1]]
+    free: dict[tuple, list[int]] = {}
+    releases: dict[int, list[tuple[tuple, int]]] = {}
+    for k, node in enumerate(graph.nodes):
+        for key, slot in releases.pop(k - 1, ()):  # buffers whose values died before node k
+            free.setdefault(key, []).append(slot)
+        if not takes_out[k]:
+            plan.slot.append(None)
+            continue
+        key = (node.shape, node.dtype)
+        if k in escaping:
+            plan.slot.append(-1)
+            plan.fresh[k] = functools.partial(device._empty, *key)
+            continue
+        if free.get(key):
+            slot = free[key].pop()
+        else:
+            plan.fixed.append(key)
+            slot = len(plan.fixed) - 1
+        plan.slot.append(slot)
+        releases.setdefault(end[k], []).append((key, slot))
+    plan.fixed = [device.empty(shape, dtype) for shape, dtype in plan.fixed]
+    return plan

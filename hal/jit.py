@@ -1,0 +1,262 @@
+"""hal.jit: trace a function once per input signature, compile the graph, replay it.
+
+    @hal.jit                                   # or hal.to_static
+    def step(v, c):
+        return c["E"] * v + c["Q"] * hal.fft.rfft(hal.fft.irfft(v, 256) ** 2)
+
+    step(v, c)                                 # traces, compiles for v's device, runs
+    step(v2, c)                                # same shapes and dtypes: replays
+    print(step.graph(v, c))                    # the traced graph as text (as a jaxpr)
+
+Arguments may be Tensors and nested tuples, lists and dicts of them. Python numbers,
+strings and None among them, and the arguments named in `static_argnums` /
+`static_argnames`, are static: part of the cache key, baked into the graph. The cache is
+keyed by (input shapes, dtypes, devices, static values), holds `cache_size` entries and
+warns (`RetraceWarning`) when a function is traced again and again.
+
+The function is traced once per key: Python side effects (printing, appending to a
+list, reading a global that later changes) happen at trace time only, and random values
+drawn while tracing are baked in as constants. Python control flow on a traced value,
+`.numpy()`, `float()` or `bool()` of one is a HalError naming the op and source line.
+
+Under an interpreter (autodiff's levels, another trace) the graph runs op by op through
+dispatch, so `ag.grad(hal.jit(f))` differentiates it and `hal.jit(ag.grad(f))` traces
+the backward pass into the graph: one graph for training and inference.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable
+
+from . import dispatch, passes
+from .dispatch import interpret
+from .errors import HalError
+from .executable import Executable
+from .graph import Graph
+from .tensor import Tensor
+from .trace import Trace, Tracer
+
+
+class RetraceWarning(UserWarning):
+    """A jitted function was traced again for new shapes, dtypes or static values many times."""
+
+
+_STATIC = (bool, int, float, complex, str, bytes, type(None))
+
+
+def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(),
+        cache_size: int = 64, retrace_warning: int = 8):
+    """`fn` traced into a graph and compiled per input signature (usable as a decorator)."""
+    if fn is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, cache_size=cache_size,
+                                 retrace_warning=retrace_warning)
+    return Jitted(fn, static_argnums, static_argnames, cache_size, retrace_warning)
+
+
+to_static = jit
+
+
+class Jitted:
+    """A jitted function: call it like the original; `.graph(*args)` shows what it runs."""
+
+    def __init__(self, fn: Callable, static_argnums, static_argnames, cache_size: int,
+                 retrace_warning: int):
+        if not callable(fn):
+            raise HalError(f"hal.jit: {fn!r} is not callable")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.static_argnums = _ints("static_argnums", static_argnums)
+        self.static_argnames = frozenset(
+            (static_argnames,) if isinstance(static_argnames, str) else static_argnames)
+        if cache_size < 1 or retrace_warning < 1:
+            raise HalError("hal.jit: cache_size and retrace_warning must be at least 1")
+        self.cache_size, self.retrace_warning = cache_size, retrace_warning
+        self._cache: OrderedDict[tuple, _Entry] = OrderedDict()
+        self.traces = 0  # how many times fn was traced
+
+    def __call__(self, *args, **kwargs):
+        tensors = args
+        try:  # the hot path: Tensor arguments only
+            if kwargs or self.static_argnums:
+                raise AttributeError
+            key = tuple([(a.shape, a.dtype, a.device) for a in args])
+        except AttributeError:
+            key, tensors = self._key(args, kwargs)
+        entry = self._cache.get(key)
+        if entry is None:  # validate the arguments (the hot path only looked at attributes)
+            key, tensors = self._key(args, kwargs)
+            entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
+        if len(dispatch._stack) > 1:  # autodiff or a trace watching: run op by op
+            return entry.rebuild(entry.graph.run(*tensors))
+        if entry.executable is None:
+            entry.compile()
+        return entry.rebuild(entry.executable(*tensors))
+
+    def graph(self, *args, **kwargs) -> Graph:
+        """The graph fn traces to for these arguments (constants folded, dead code and
+        common subexpressions removed; before device-specific lowering and fusion)."""
+        key, tensors = self._key(args, kwargs)
+        entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
+        return entry.graph
+
+    def compiled(self, *args, **kwargs) -> Executable:
+        """The executable these arguments run: `.graph` is lowered and fused for the device,
+        `.counts()` says how its nodes run."""
+        key, tensors = self._key(args, kwargs)
+        entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
+        if entry.executable is None:
+            entry.compile()
+        return entry.executable
+
+    # -- keys and tracing --------------------------------------------------------------
+    def _key(self, args: tuple, kwargs: dict) -> tuple[tuple, list[Tensor]]:
+        if not kwargs and not self.static_argnums and all(isinstance(a, Tensor) for a in args):
+            return tuple([(a.shape, a.dtype, a.device) for a in args]), args
+        tensors: list[Tensor] = []
+        parts = []
+        for i, a in enumerate(args):
+            static = i in self.static_argnums or i - len(args) in self.static_argnums
+            parts.append(_static_key(self, f"argument {i}", a) if static
+                         else _leaf_key(self, f"argument {i}", a, tensors))
+        for name in sorted(kwargs):
+            a = kwargs[name]
+            parts.append((name, _static_key(self, name, a) if name in self.static_argnames
+                          else _leaf_key(self, f"argument {name!r}", a, tensors)))
+        return ("general", *parts), tensors
+
+    def _trace(self, key: tuple, args: tuple, kwargs: dict, tensors: list[Tensor]) -> _Entry:
+        self.traces += 1
+        if self.traces > 1 and (self.traces - 1) % self.retrace_warning == 0:
+            warnings.warn(
+                f"hal.jit: {_name(self.fn)} was traced {self.traces} times (new input shapes, "
+                "dtypes, devices or static values each time); pass the same shapes, mark fewer "
+                "arguments static, or call the function without hal.jit",
+                RetraceWarning, stacklevel=3)
+        recorder = Trace()
+        symbolic = iter([recorder.input(t.shape, t.dtype, t.device) for t in tensors])
+        args_s = [a if i in self.static_argnums or i - len(args) in self.static_argnums
+                  else _rebuild(a, symbolic) for i, a in enumerate(args)]
+        kwargs_s = {k: v if k in self.static_argnames else _rebuild(v, symbolic)
+                    for k, v in kwargs.items()}
+        with interpret(recorder):
+            result = self.fn(*args_s, **kwargs_s)
+        leaves: list[Tensor] = []
+        out_tree = _flatten_out(self.fn, result, leaves)
+        device = tensors[0].device if tensors else None
+        if device is None:
+            from .registry import default_device
+
+            device = default_device()
+        graph = passes.optimize(recorder.graph(leaves))
+        entry = _Entry(graph, out_tree, device)
+        self._cache[key] = entry
+        if len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return entry
+
+
+class _Entry:
+    """One traced signature: its graph, output structure and (once run) executable."""
+
+    __slots__ = ("device", "executable", "graph", "rebuild")
+
+    def __init__(self, graph: Graph, out_tree, device):
+        self.graph, self.device = graph, device
+        self.executable: Executable | None = None
+        if out_tree is _LEAF:
+            self.rebuild = operator.itemgetter(0)
+        elif out_tree[0] is tuple and all(t is _LEAF for t in out_tree[1]):
+            self.rebuild = tuple
+        else:
+            self.rebuild = lambda outs: _unflatten(out_tree, iter(outs))
+
+    def compile(self) -> None:
+        """Lower, fuse and bind the graph for its device."""
+        self.executable = Executable(passes.optimize(self.graph, self.device), self.device)
+
+
+# -- argument and result structure --------------------------------------------------------------
+def _name(fn) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+def _ints(what: str, value) -> frozenset:
+    nums = (value,) if isinstance(value, int) else tuple(value)
+    if not all(isinstance(i, int) for i in nums):
+        raise HalError(f"hal.jit: {what} must be ints, got {value!r}")
+    return frozenset(nums)
+
+
+def _static_key(jitted: Jitted, what: str, value):
+    try:
+        hash(value)
+    except TypeError:
+        raise HalError(
+            f"hal.jit({_name(jitted.fn)}): static {what} of type {type(value).__name__} is not "
+            "hashable; pass a tuple instead of a list, or a Tensor instead of an array"
+        ) from None
+    return ("static", type(value).__name__, value)
+
+
+def _leaf_key(jitted: Jitted, what: str, value, tensors: list[Tensor]):
+    if isinstance(value, Tensor):
+        if isinstance(value, Tracer) and value.trace is None:
+            raise HalError(f"hal.jit({_name(jitted.fn)}): {what} is a leaked tracer")
+        tensors.append(value)
+        return (value.shape, value.dtype, value.device)
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, *[_leaf_key(jitted, what, v, tensors) for v in value])
+    if isinstance(value, dict):
+        return ("dict", *[(k, _leaf_key(jitted, what, value[k], tensors)) for k in value])
+    if isinstance(value, _STATIC):
+        return ("static", type(value).__name__, value)
+    raise HalError(
+        f"hal.jit({_name(jitted.fn)}): {what} is a {type(value).__name__}; pass hal Tensors "
+        "(or tuples, lists and dicts of them) and numbers, or name the argument in "
+        "static_argnums/static_argnames (it must be hashable)"
+    )
+
+
+def _rebuild(value, symbolic):
+    """value with its Tensor leaves replaced by the next tracers (same walk as _leaf_key)."""
+    if isinstance(value, Tensor):
+        return next(symbolic)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_rebuild(v, symbolic) for v in value)
+    if isinstance(value, dict):
+        return {k: _rebuild(v, symbolic) for k, v in value.items()}
+    return value
+
+
+_LEAF = object()  # marks where an output Tensor goes in the result structure
+
+
+def _flatten_out(fn, value, leaves: list[Tensor]):
+    if isinstance(value, Tensor):
+        leaves.append(value)
+        return _LEAF
+    if isinstance(value, (tuple, list)):
+        return (type(value), [_flatten_out(fn, v, leaves) for v in value])
+    if isinstance(value, dict):
+        return (dict, {k: _flatten_out(fn, v, leaves) for k, v in value.items()})
+    if isinstance(value, _STATIC):
+        return ("value", value)
+    raise HalError(f"hal.jit({_name(fn)}): the function returned a {type(value).__name__}; "
+                   "return Tensors, numbers, None, or tuples, lists and dicts of them")
+
+
+def _unflatten(tree, outs):
+    if tree is _LEAF:
+        return next(outs)
+    kind, body = tree
+    if kind == "value":
+        return body
+    if kind is dict:
+        return {k: _unflatten(v, outs) for k, v in body.items()}
+    return kind(_unflatten(v, outs) for v in body)
+

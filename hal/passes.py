@@ -1,0 +1,272 @@
+"""Graph passes: each takes a Graph and returns a new one that computes the same outputs.
+
+`optimize(graph, device)` runs them in order: `lower` (composites the device has no
+kernel for become their traced decomposition, so their parts can fuse), `fold_constants`
+(nodes of constants only are computed once, at compile time), `eliminate_common`
+(common subexpressions: the same op of the same operands and parameters), `eliminate_dead`
+(nodes no output needs) and `fuse` (groups of elementwise nodes, optionally feeding one
+reduction, become one `FUSED` node whose body a backend compiles as one kernel). Buffer
+reuse by liveness is the executable's (`hal.executable`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from . import ops
+from .dispatch import EAGER, _decompositions, interpret
+from .graph import ELEMENTWISE, FUSED, REDUCTIONS, Graph, Node
+
+FOLD_LIMIT = 1 << 16
+"""Constant folding keeps results up to this many elements (or no larger than an operand)."""
+
+
+def optimize(graph: Graph, device=None, fuse_groups: bool = True) -> Graph:
+    """The passes in order; `lower` and `fuse` need the device the graph will run on."""
+    g = graph
+    if device is not None:
+        g = lower(g, device)
+    g = eliminate_dead(eliminate_common(fold_constants(g)))
+    if device is not None and fuse_groups and _compiles_fused(device):
+        g = eliminate_dead(fuse(g))
+    return g
+
+
+def _compiles_fused(device) -> bool:
+    from .device import Backend
+
+    return type(device.backend).compile_fused is not Backend.compile_fused
+
+
+class _Rebuild:
+    """A new graph built from an old one's parts: node refs of the old graph are remapped."""
+
+    def __init__(self, graph: Graph):
+        self.old = graph
+        self.nodes: list[Node] = []
+        self.constants = list(graph.constants)
+        self.map: dict[int, tuple] = {}  # old node index -> ref in the new graph
+
+    def add(self, old_index: int, node: Node) -> None:
+        """Append node (inputs remapped) as the new home of old node `old_index`."""
+        self.nodes.append(replace(node, inputs=tuple(self._remap(r) for r in node.inputs)))
+        self.map[old_index] = ("node", len(self.nodes) - 1)
+
+    def _remap(self, r):
+        return self.map[r[1]] if r is not None and r[0] == "node" else r
+
+    def constant(self, tensor) -> tuple:
+        """A ref to a (new) constant."""
+        self.constants.append(tensor)
+        return ("const", len(self.constants) - 1)
+
+    def graph(self) -> Graph:
+        """The rebuilt graph (outputs remapped)."""
+        return Graph(list(self.old.inputs), self.nodes, self.constants,
+                     [self._remap(r) for r in self.old.outputs])
+
+
+# -- lowering ------------------------------------------------------------------------------------
+def lower(graph: Graph, device) -> Graph:
+    """Composites the device has no kernel for, replaced by their traced decompositions."""
+    if not any(_needs_lowering(graph, n, device) for n in graph.nodes):
+        return graph
+    out = _Rebuild(graph)
+    for i, node in enumerate(graph.nodes):
+        if not _needs_lowering(graph, node, device):
+            out.add(i, node)
+            continue
+        sub = lower(_trace_decomposition(graph, node, device), device)
+        local: dict[tuple, tuple] = {}
+        operands = [out._remap(r) for r in node.inputs if r is not None]
+        for k in range(len(sub.inputs)):
+            local[("input", k)] = operands[k]
+        for k, c in enumerate(sub.constants):
+            local[("const", k)] = out.constant(c)
+        for k, n in enumerate(sub.nodes):
+            out.nodes.append(replace(n, inputs=tuple(
+                None if r is None else local[r] for r in n.inputs), where=node.where))
+            local[("node", k)] = ("node", len(out.nodes) - 1)
+        out.map[i] = local[sub.outputs[0]]
+    return out.graph()
+
+
+def _needs_lowering(graph: Graph, node: Node, device) -> bool:
+    if node.op == FUSED or node.op not in _decompositions:
+        return False
+    spec = ops.spec(node.op)
+    key = node.inputs[spec.key]
+    return (node.op, graph.meta(key)[1]) not in device._kernels \
+        and node.op not in device.capabilities.unsupported
+
+
+def _trace_decomposition(graph: Graph, node: Node, device) -> Graph:
+    from .trace import Trace
+
+    recorder = Trace()
+    operands = [None if r is None else recorder.input(*graph.meta(r), device)
+                for r in node.inputs]
+    with interpret(recorder):
+        result = _decompositions[node.op](*operands, **node.params)
+    return recorder.graph([result])
+
+
+# -- constant folding, CSE, DCE ------------------------------------------------------------------
+def fold_constants(graph: Graph) -> Graph:
+    """Nodes whose operands are all constants computed now, on the constants' device."""
+    out = _Rebuild(graph)
+    for i, node in enumerate(graph.nodes):
+        refs = [out._remap(r) for r in node.inputs]
+        if node.op == FUSED or not refs or any(r is not None and r[0] != "const" for r in refs):
+            out.add(i, node)
+            continue
+        args = [None if r is None else out.constants[r[1]] for r in refs]
+        largest = max(a.size for a in args if a is not None)
+        if math.prod(node.shape) > max(FOLD_LIMIT, largest):
+            out.add(i, node)
+            continue
+        spec = ops.spec(node.op)
+        device = next(a.device for a in args if a is not None)
+        value, _ = EAGER.process(spec, device, tuple(args), node.params, (node.shape, node.dtype))
+        out.map[i] = out.constant(value)
+    return out.graph()
+
+
+def _freeze(params: dict) -> str:
+    return repr(sorted(params.items()))
+
+
+def eliminate_common(graph: Graph) -> Graph:
+    """Repeated subexpressions (same op, operands and parameters) computed once; equal 0-d
+    constants shared."""
+    same_const: dict[tuple, int] = {}
+    const_map: dict[int, int] = {}
+    for i, c in enumerate(graph.constants):
+        if c.ndim == 0:
+            key = (c.dtype.name, c.numpy().tobytes())
+            const_map[i] = same_const.setdefault(key, i)
+
+    def rename(r):
+        if r is not None and r[0] == "const" and r[1] in const_map:
+            return ("const", const_map[r[1]])
+        return r
+
+    out = _Rebuild(graph)
+    seen: dict[tuple, tuple] = {}
+    for i, node in enumerate(graph.nodes):
+        node = replace(node, inputs=tuple(rename(r) for r in node.inputs))
+        key = (node.op, tuple(out._remap(r) for r in node.inputs), _freeze(node.params))
+        if key in seen:
+            out.map[i] = seen[key]
+            continue
+        out.add(i, node)
+        seen[key] = out.map[i]
+    rebuilt = out.graph()
+    rebuilt.outputs = [rename(r) for r in rebuilt.outputs]
+    return rebuilt
+
+
+def eliminate_dead(graph: Graph) -> Graph:
+    """Only the nodes and constants the outputs depend on (inputs stay: they are the signature)."""
+    live = set()
+    stack = [r[1] for r in graph.outputs if r[0] == "node"]
+    while stack:
+        i = stack.pop()
+        if i not in live:
+            live.add(i)
+            stack.extend(r[1] for r in graph.nodes[i].inputs if r is not None and r[0] == "node")
+    used_consts = sorted({r[1] for i in live for r in graph.nodes[i].inputs
+                          if r is not None and r[0] == "const"}
+                         | {r[1] for r in graph.outputs if r[0] == "const"})
+    const_index = {old: new for new, old in enumerate(used_consts)}
+    node_index: dict[int, int] = {}
+
+    def rename(r):
+        if r is None or r[0] == "input":
+            return r
+        if r[0] == "const":
+            return ("const", const_index[r[1]])
+        return ("node", node_index[r[1]])
+
+    nodes = []
+    for i, node in enumerate(graph.nodes):
+        if i in live:
+            nodes.append(replace(node, inputs=tuple(rename(r) for r in node.inputs)))
+            node_index[i] = len(nodes) - 1
+    return Graph(list(graph.inputs), nodes, [graph.constants[i] for i in used_consts],
+                 [rename(r) for r in graph.outputs])
+
+
+# -- fusion --------------------------------------------------------------------------------------
+def fuse(graph: Graph) -> Graph:
+    """Elementwise nodes merged into their only consumer's group; a group is one FUSED node.
+
+    A group is a tree of elementwise nodes whose inner results nothing else reads, rooted
+    at an elementwise node or at a reduction (sum/max/min) of one (the prologue). Graph
+    outputs and values read twice end a group. 0-d constants move into the body.
+    """
+    users = graph.users()
+    outputs = {r[1] for r in graph.outputs if r[0] == "node"}
+    root_of: list[int | None] = [None] * len(graph.nodes)
+    for i in reversed(range(len(graph.nodes))):
+        node = graph.nodes[i]
+        if node.op in ELEMENTWISE:
+            readers = set(users[i])
+            if i not in outputs and len(readers) == 1:
+                (j,) = readers
+                if root_of[j] is not None:
+                    root_of[i] = root_of[j]
+                    continue
+            root_of[i] = i
+        elif node.op in REDUCTIONS and _prologue(graph, node, users, outputs):
+            root_of[i] = i
+    out = _Rebuild(graph)
+    for i, node in enumerate(graph.nodes):
+        if root_of[i] is None:
+            out.add(i, node)
+        elif root_of[i] == i:
+            members = [k for k in range(i + 1) if root_of[k] == i]
+            body, operands = _body(graph, members, out)
+            kind = "reduce" if node.op in REDUCTIONS else "elementwise"
+            out.nodes.append(Node(FUSED, tuple(operands), {"kind": kind, "body": body},
+                                  node.shape, node.dtype, node.where))
+            out.map[i] = ("node", len(out.nodes) - 1)
+    return out.graph()
+
+
+def _prologue(graph: Graph, node: Node, users, outputs) -> bool:
+    r = node.inputs[0]
+    if r[0] != "node":
+        return False
+    k = r[1]
+    return graph.nodes[k].op in ELEMENTWISE and k not in outputs and len(set(users[k])) == 1
+
+
+def _body(graph: Graph, members: list[int], out: _Rebuild) -> tuple[Graph, list]:
+    """The body graph of a group and the fused node's operands (refs of the new graph)."""
+    inside = {k: n for n, k in enumerate(members)}
+    operands: list = []
+    inputs: list = []
+    constants: list = []
+    seen: dict[tuple, tuple] = {}
+    nodes = []
+    for k in members:
+        node = graph.nodes[k]
+        refs = []
+        for r in node.inputs:
+            if r is None:
+                refs.append(None)
+            elif r[0] == "node" and r[1] in inside:
+                refs.append(("node", inside[r[1]]))
+            elif r in seen:
+                refs.append(seen[r])
+            elif r[0] == "const" and graph.constants[r[1]].ndim == 0:
+                constants.append(graph.constants[r[1]])
+                refs.append(seen.setdefault(r, ("const", len(constants) - 1)))
+            else:
+                operands.append(out._remap(r))
+                inputs.append(graph.meta(r))
+                refs.append(seen.setdefault(r, ("input", len(inputs) - 1)))
+        nodes.append(replace(node, inputs=tuple(refs)))
+    return Graph(inputs, nodes, constants, [("node", len(nodes) - 1)]), operands
