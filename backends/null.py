@@ -158,6 +158,12 @@ class NullBackend(hal.Backend):
         """Vendor: open device `index` (hal calls this once per index and caches it)."""
         return NullDevice(self, index, self.memory_bytes)
 
+    def compile_fused(self, body, device: NullDevice):
+        """Vendor (optional): compile a fused group of a hal.jit graph (elementwise ops,
+        perhaps ending in a reduction) into one kernel; return None to decline (the group's
+        nodes then run one by one). See hal.Backend.compile_fused for the contract."""
+        return None
+
     def unsupported_on(self, device: NullDevice) -> dict[str, str]:
         """Vendor (optional): gaps that depend on the device (float64 without fp64 units)."""
         return dict(self.unsupported)

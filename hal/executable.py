@@ -25,6 +25,7 @@ from collections import Counter
 from . import dispatch, ops
 from .errors import FallbackRefused, FallbackWarning, HalError, KernelError, UnsupportedOp
 from .graph import FUSED, Graph, Node
+from .passes import compiled_group
 from .settings import settings
 from .tensor import Tensor
 
@@ -56,7 +57,7 @@ class Executable:
         device, graph = self.device, self.graph
         if node.op == FUSED:
             body = node.params["body"]
-            fn = device.backend.compile_fused(body, device)
+            fn = compiled_group(body, device)
             if fn is not None:
                 self.how.append("compiled")
                 return fn

@@ -12,10 +12,12 @@ reuse by liveness is the executable's (`hal.executable`).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import replace
 
 from . import ops
 from .dispatch import EAGER, _decompositions, interpret
+from .errors import HalError, PluginWarning
 from .graph import ELEMENTWISE, FUSED, REDUCTIONS, Graph, Node
 
 FOLD_LIMIT = 1 << 16
@@ -28,15 +30,9 @@ def optimize(graph: Graph, device=None, fuse_groups: bool = True) -> Graph:
     if device is not None:
         g = lower(g, device)
     g = eliminate_dead(eliminate_common(fold_constants(g)))
-    if device is not None and fuse_groups and _compiles_fused(device):
-        g = eliminate_dead(fuse(g))
+    if device is not None and fuse_groups:
+        g = eliminate_dead(fuse(g, device))
     return g
-
-
-def _compiles_fused(device) -> bool:
-    from .device import Backend
-
-    return type(device.backend).compile_fused is not Backend.compile_fused
 
 
 class _Rebuild:
@@ -199,12 +195,14 @@ def eliminate_dead(graph: Graph) -> Graph:
 
 
 # -- fusion --------------------------------------------------------------------------------------
-def fuse(graph: Graph) -> Graph:
+def fuse(graph: Graph, device=None) -> Graph:
     """Elementwise nodes merged into their only consumer's group; a group is one FUSED node.
 
     A group is a tree of elementwise nodes whose inner results nothing else reads, rooted
     at an elementwise node or at a reduction (sum/max/min) of one (the prologue). Graph
-    outputs and values read twice end a group. 0-d constants move into the body.
+    outputs and values read twice end a group. 0-d constants move into the body. Given a
+    device, a group its backend declines to compile (`Backend.compile_fused` gives None)
+    stays as its nodes.
     """
     users = graph.users()
     outputs = {r[1] for r in graph.outputs if r[0] == "node"}
@@ -228,11 +226,30 @@ def fuse(graph: Graph) -> Graph:
         elif root_of[i] == i:
             members = [k for k in range(i + 1) if root_of[k] == i]
             body, operands = _body(graph, members, out)
+            if device is not None and compiled_group(body, device) is None:
+                for k in members:
+                    out.add(k, graph.nodes[k])
+                continue
             kind = "reduce" if node.op in REDUCTIONS else "elementwise"
             out.nodes.append(Node(FUSED, tuple(operands), {"kind": kind, "body": body},
                                   node.shape, node.dtype, node.where))
             out.map[i] = ("node", len(out.nodes) - 1)
     return out.graph()
+
+
+def compiled_group(body: Graph, device):
+    """The backend's compiled function for a fused body, or None: declined, or the backend's
+    compiler failed (a PluginWarning naming it; the group's nodes then run one by one)."""
+    try:
+        return device.backend.compile_fused(body, device)
+    except HalError:
+        raise
+    except Exception as e:
+        ops_ = ",".join(n.op for n in body.nodes)
+        warnings.warn(f"{device.backend.name}: compile_fused failed for the group ({ops_}) "
+                      f"with {type(e).__name__}: {e}; its nodes run one by one (a fault of "
+                      "the backend)", PluginWarning, stacklevel=2)
+        return None
 
 
 def _prologue(graph: Graph, node: Node, users, outputs) -> bool:

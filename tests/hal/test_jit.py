@@ -139,7 +139,12 @@ def test_fusion_groups_single_use_elementwise_chains_and_reduction_prologues(cpu
 
 # -- executables ----------------------------------------------------------------------------------
 def _numpy_fused(body, device):
-    """A stand-in backend compiler: the body evaluated with numpy, written into `out`."""
+    """A stand-in backend compiler: the body evaluated with numpy, written into `out`
+    (compiled once per body key, as the contract asks)."""
+    for run in compiled:
+        if run.key == body.key():
+            return run
+
     def run(*natives, out):
         values = []
         for node in body.nodes:
@@ -151,7 +156,7 @@ def _numpy_fused(body, device):
         run.calls += 1
         return out
 
-    run.takes_out, run.calls = True, 0
+    run.takes_out, run.calls, run.key = True, 0, body.key()
     compiled.append(run)
     return run
 
@@ -201,6 +206,7 @@ def test_nodes_without_kernels_fall_back_counted_placed_or_refused(null):
 
 
 def test_placement_names_each_fused_group(cpu, monkeypatch):
+    compiled.clear()
     monkeypatch.setattr(CpuBackend, "compile_fused", lambda self, body, device:
                         _numpy_fused(body, device))
     jf = hal.jit(lambda a: hal.sum(hal.exp(a) * a))
@@ -257,3 +263,20 @@ def test_nested_jit_inlines_into_the_outer_graph():
     outer = hal.jit(lambda a: inner(a) + inner(a * 3.0))
     _close(outer(_x()), hal.exp(_x()) * 2.0 + hal.exp(_x() * 3.0) * 2.0)
     assert "exp" in outer.graph(_x()).op_counts()
+
+
+def test_groups_a_backend_declines_or_fails_to_compile_run_as_their_nodes(cpu, null,
+                                                                          monkeypatch):
+    hal.settings.fallback = "allow"
+    a, b = _x(device=null), _x(device=null, lo=0.3)
+    exe = hal.jit(model).compiled(a, b)
+    assert FUSED not in exe.graph.op_counts() and set(exe.counts()) == {"fallback"}
+
+    def broken(self, body, device):
+        raise ZeroDivisionError("bug in the code generator")
+
+    monkeypatch.setattr(CpuBackend, "compile_fused", broken)
+    with pytest.warns(hal.PluginWarning, match=r"cpu: compile_fused failed for the group "
+                      r"\(exp,sin\) with ZeroDivisionError"):
+        got = hal.jit(lambda x: hal.sin(hal.exp(x)))(_x())
+    _close(got, hal.sin(hal.exp(_x())))
