@@ -158,6 +158,12 @@ class NullBackend(hal.Backend):
         """Vendor: open device `index` (hal calls this once per index and caches it)."""
         return NullDevice(self, index, self.memory_bytes)
 
+    def compile(self, graph, device: NullDevice):
+        """Vendor (optional, best left alone unless your runtime runs whole graphs): compile
+        a hal.jit graph into one executable (a runtime session, say). The default lowers
+        and fuses it, asks compile_fused per group, and replays it without dispatch."""
+        return super().compile(graph, device)
+
     def compile_fused(self, body, device: NullDevice):
         """Vendor (optional): compile a fused group of a hal.jit graph (elementwise ops,
         perhaps ending in a reduction) into one kernel; return None to decline (the group's

@@ -457,6 +457,18 @@ class Backend:
         """Open device `index` (called once per index; the result is cached)."""
         raise NotImplementedError  # abstract hook: every backend opens its own devices
 
+    def compile(self, graph, device: Device):
+        """An executable of a traced `hal.graph.Graph` for the device: called with the
+        graph's input Tensors it returns the output Tensors (a list), and `counts()` says
+        how its nodes run. The default lowers and fuses the graph (`hal.passes.optimize`,
+        asking `compile_fused` per group) and replays it (`hal.executable.Executable`); a
+        backend that runs whole graphs (one runtime session, say) overrides this.
+        """
+        from .executable import Executable
+        from .passes import optimize
+
+        return Executable(optimize(graph, device), device)
+
     def compile_fused(self, body, device: Device) -> Callable | None:
         """A native function for one fused group of a graph, or None to run it node by node.
 

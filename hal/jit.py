@@ -105,8 +105,8 @@ class Jitted:
         return entry.graph
 
     def compiled(self, *args, **kwargs) -> Executable:
-        """The executable these arguments run: `.graph` is lowered and fused for the device,
-        `.counts()` says how its nodes run."""
+        """The executable these arguments run (`Backend.compile`'s; the default's `.graph`
+        is lowered and fused for the device); `.counts()` says how its nodes run."""
         key, tensors = self._key(args, kwargs)
         entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
         if entry.executable is None:
@@ -176,8 +176,8 @@ class _Entry:
             self.rebuild = lambda outs: _unflatten(out_tree, iter(outs))
 
     def compile(self) -> None:
-        """Lower, fuse and bind the graph for its device."""
-        self.executable = Executable(passes.optimize(self.graph, self.device), self.device)
+        """The device's backend compiles the graph (`Backend.compile`)."""
+        self.executable = self.device.backend.compile(self.graph, self.device)
 
 
 # -- argument and result structure --------------------------------------------------------------
