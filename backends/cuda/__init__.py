@@ -1,7 +1,8 @@
 """The CUDA backend (cupy): the whole op set on NVIDIA GPUs.
 
 Tensors are `cupy.ndarray`s. Kernels are cupy's own library calls (cuBLAS matmul, cuFFT,
-cupy's reductions and ufuncs) plus fused kernels for the composites. Either cupy wheel
+cupy's reductions and ufuncs) plus fused kernels for the composites and one generated
+kernel per elementwise fused group of a graph (graph_kernels). Either cupy wheel
 works: cupy-cuda12x (`pip install -e '.[cuda]'`) or cupy-cuda13x (`.[cuda13]`). cupy is
 imported only when the backend is asked about devices, so hal loads without it.
 """
@@ -52,6 +53,13 @@ class CudaBackend(hal.Backend):
         from .device import CudaDevice
 
         return CudaDevice(self, index)
+
+    def compile_fused(self, body, device):
+        """One generated kernel for an elementwise fused group (see graph_kernels), or None
+        to decline (reduce bodies, float16/bfloat16)."""
+        from .graph_kernels import compile_fused
+
+        return compile_fused(device, body)
 
     def unsupported_on(self, device) -> dict:
         """bfloat16 where the installed cupy has no bfloat16 arrays."""

@@ -3,8 +3,9 @@
 Devices are listed over every platform, simulators (Oclgrind) last, so `opencl:0` is a
 real device. Kernels are generated OpenCL C, built once per device and source:
 strided elementwise and movement kernels with broadcasting, reductions, tiled GEMM,
-Stockham/Bluestein FFT, scans (pyopencl.scan), bitonic sorts, gathers, and fused kernels
-for the composites. The kernel modules import no pyopencl at their top, so this module
+Stockham/Bluestein FFT, scans (pyopencl.scan), bitonic sorts, gathers, fused kernels
+for the composites, and one generated kernel per fused group of a graph
+(graph_kernels). The kernel modules import no pyopencl at their top, so this module
 loads (and says why) without it.
 """
 
@@ -63,6 +64,12 @@ class OpenCLBackend(hal.Backend):
         from .device import OpenCLDevice
 
         return OpenCLDevice(self, index, self._list()[index])
+
+    def compile_fused(self, body, device):
+        """One generated kernel for a fused group (see graph_kernels), or None to decline."""
+        from .graph_kernels import compile_fused
+
+        return compile_fused(device, body)
 
     def unsupported_on(self, device) -> dict:
         """bfloat16 everywhere; float64 and complex128 where the device lacks cl_khr_fp64."""

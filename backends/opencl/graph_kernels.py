@@ -1,0 +1,297 @@
+"""One generated OpenCL kernel per fused group of a graph (`compile_fused`).
+
+An elementwise body becomes a kernel of one work-item per output element: each input is
+read at its broadcast offset (index arithmetic specialised to the body's shapes:
+`x[i]` for an input shaped as the output, `x[0]` for a 0-d one), the body's ops are the
+C expressions the node-by-node kernels use (elementwise.py, complex_math.py: the same
+NaN, integer-division and complex semantics), 0-d constants are literals, float16 values
+are rounded to half after each op as the node-by-node kernels store them. A reduce body
+(an elementwise prologue feeding one sum/max/min) becomes reduce.py's kernel with the
+prologue computed where it loads an element: one work-item per output (or per chunk of
+one, then reduce.py's kernel over the partials), or a work-group per output.
+
+A program is built once per body (PoCL caches its binary on disk) and the returned
+callable only sets arguments and enqueues.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from hal import dtypes as dt
+from hal import ops
+from hal.graph import Graph
+
+from .. import fusion
+from . import cltypes, complex_math, elementwise, reduce
+
+_HALF = """
+inline float hal_half(float v) {  /* v rounded to the nearest half, as a store rounds */
+  ushort h;
+  vstore_half_rte(v, 0, (half *)&h);
+  return vload_half(0, (const half *)&h);
+}
+"""
+_HALF_FROM_DOUBLE = _HALF.replace("hal_half(float", "hal_half_d(double")
+_PLACEHOLDER = re.compile(r"\ba(\d)\b")
+
+
+def compile_fused(device, body: Graph):
+    """The prepared kernel of a fused body on an OpenCL device, or None to decline
+    (an op, dtype or shape this generator does not take). Cached per body.key()."""
+    key = ("fused", body.key())
+    if key not in device.cache:
+        device.cache[key] = _compile(device, body)
+    return device.cache[key]
+
+
+def _compile(device, body: Graph):
+    found = fusion.layout(body)
+    if found is None or not _supported(body, set(device.backend.dtypes(device))):
+        return None
+    if found.reduction is None:
+        source = elementwise_source(body, found)
+        kernel = _kernel(device, source, len(body.inputs))
+        return FusedKernel(device, kernel, _items(device, math.prod(found.shape)))
+    return _reduce_kernel(device, body, found)
+
+
+def _supported(body: Graph, dtypes: set) -> bool:
+    """True when every dtype the body holds is the device's and every op takes its
+    operands' dtype (node dtypes come promoted; this guards against one that is not)."""
+    held = [d for _, d in body.inputs] + [c.dtype for c in body.constants]
+    held += [n.dtype for n in body.nodes]
+    if not set(held) <= dtypes:
+        return False
+    for node in body.nodes:
+        spec = ops.spec(node.op)
+        if body.meta(node.inputs[spec.key])[1] not in spec.dtypes:
+            return False
+    return True
+
+
+# -- source ------------------------------------------------------------------------------
+def literal(value, d: np.dtype) -> str:
+    """A 0-d constant as an OpenCL C literal of the compute type of d."""
+    if dt.is_complex(d):
+        r = dt.real_dtype(d)
+        return f"{cltypes.cprefix(d)}_new({literal(value.real, r)}, {literal(value.imag, r)})"
+    if dt.is_bool(d):
+        return f"((uchar){int(value)})"
+    if dt.is_integer(d):
+        v = int(value)
+        return "(LONG_MIN)" if v == -(2**63) else f"(({cltypes.storage(d)}){v}L)"
+    v = float(value)
+    if math.isfinite(v):
+        return cltypes.literal(d, v)
+    text = "NAN" if math.isnan(v) else "INFINITY" if v > 0 else "(-INFINITY)"
+    return f"(({cltypes.compute(d)}){text})"
+
+
+def _template(body: Graph, node) -> str:
+    """The node's C expression over placeholders a0, a1, ... (elementwise.py's)."""
+    d = body.meta(node.inputs[0])[1]
+    if node.op == "where":
+        return "a0 ? a1 : a2"
+    if node.op == "astype":
+        return elementwise.cast_expr(d, dt.dtype(node.params["dtype"]))
+    if node.op == "complex":
+        return f"{cltypes.cprefix(node.dtype)}_new(a0, a1)"
+    if len(node.inputs) == 1:
+        return elementwise.unary_expr(node.op, d)
+    return elementwise.binary_expr(node.op, d)
+
+
+def _helpers(body: Graph) -> str:
+    """The helper functions the body's expressions call, each once."""
+    found: dict[str, None] = {}  # ordered set
+    for node in body.nodes:
+        d = body.meta(node.inputs[0])[1]
+        if dt.is_complex(d) and (node.op in complex_math.UNARY or node.op in complex_math.BINARY):
+            found[complex_math.helpers(d)] = None
+        elif node.op == "power" and dt.is_integer(d):
+            found[elementwise._ipow(d)] = None
+        elif node.op in ("floor_divide", "remainder"):
+            found[elementwise._floor_division(d)] = None
+        if node.dtype == dt.float16:
+            found[_HALF_FROM_DOUBLE if d == dt.float64 else _HALF] = None
+    return "".join(found)
+
+
+def _node_lines(body: Graph, nodes) -> list[str]:
+    """`const T vK = ...;` for the nodes, float16 values rounded to half."""
+    lines = []
+    for k, node in nodes:
+        args = [fusion.operand(body, ref, literal) for ref in node.inputs]
+        expr = _PLACEHOLDER.sub(lambda m, args=args: args[int(m.group(1))],
+                                _template(body, node))
+        d, t = node.dtype, cltypes.compute(node.dtype)
+        if d == dt.float16:
+            double = body.meta(node.inputs[0])[1] == dt.float64
+            expr = f"hal_half{'_d' if double else ''}({expr})"
+        elif not dt.is_complex(d):
+            expr = f"({t})({expr})"
+        lines.append(f"const {t} v{k} = {expr};")
+    return lines
+
+
+def _signature(body: Graph, out_dtype: np.dtype) -> tuple[str, list[str]]:
+    """The kernel's parameters (output, then inputs, each with its element offset) and
+    the lines moving each pointer to its array's first element."""
+    params = [f"__global {cltypes.storage(out_dtype)} *out", "long out_off"]
+    moves = ["out += out_off;"]
+    for k, (_, d) in enumerate(body.inputs):
+        params += [f"__global const {cltypes.storage(d)} *p{k}", f"long p{k}_off"]
+        moves.append(f"p{k} += p{k}_off;")
+    return ", ".join(params), moves
+
+
+def _loads(body: Graph, exprs: list[str]) -> list[str]:
+    return [f"const {cltypes.compute(d)} x{k} = {cltypes.load(d, f'p{k}', e)};"
+            for k, ((_, d), e) in enumerate(zip(body.inputs, exprs))]
+
+
+def _program(body: Graph, params: str, lines: list[str], extra=(), attribute: str = "") -> str:
+    dtypes = {d for _, d in body.inputs} | {n.dtype for n in body.nodes} | set(extra)
+    return (cltypes.preamble(dtypes) + _helpers(body) + f"__kernel {attribute}void fused("
+            + params + ")\n{\n  " + "\n  ".join(lines) + "\n}\n")
+
+
+def elementwise_source(body: Graph, found: fusion.Layout) -> str:
+    """The OpenCL C of an elementwise body: work-item i computes output element i."""
+    params, lines = _signature(body, body.nodes[-1].dtype)
+    index_lines, _, exprs = fusion.input_offsets(found, body.inputs)
+    lines += ["const long i = get_global_id(0);"]
+    lines += [f"const long {name} = {e};" for name, e in index_lines]
+    lines += _loads(body, exprs) + _node_lines(body, enumerate(body.nodes))
+    lines.append(cltypes.store(body.nodes[-1].dtype, "out", "i", f"v{len(body.nodes) - 1}"))
+    return _program(body, params, lines)
+
+
+def reduce_source(body: Graph, found: fusion.Layout, alg, group: int, parts: int) -> str:
+    """The OpenCL C of a reduce body, reduce.py's kernel with the prologue inlined: with
+    group 1, work-item g reduces chunk g % parts of output g / parts; else work-group o
+    reduces output o through a local-memory tree."""
+    size = math.prod(found.shape[a] for a in found.reduced)
+    chunk = -(-size // parts)
+    acc_t = alg.ctype
+    params, lines = _signature(body, alg.out)
+    outer, inner, exprs = fusion.input_offsets(found, body.inputs)
+
+    def combine(a, b):
+        return alg.combine.replace("A", a).replace("B", b)
+
+    if group == 1:
+        lines += ["const long g = get_global_id(0);",
+                  f"const long o = g / {parts}, first = (g % {parts}) * {chunk};",
+                  f"const long last = min({size}L, first + {chunk});"]
+        start, step, stop = "first", "1", "last"
+    else:
+        lines += ["const long o = get_group_id(0);", "const int lid = get_local_id(0);",
+                  f"__local {acc_t} part[{group}];"]
+        start, step, stop = "lid", str(group), f"{size}L"
+    lines += [f"const long {name} = {e};" for name, e in outer]
+    value = fusion.operand(body, found.reduction.inputs[0], literal)
+    loop = [f"const long {name} = {e};" for name, e in inner] + _loads(body, exprs)
+    loop += _node_lines(body, enumerate(body.nodes[:-1]))
+    loop.append(f"acc = {combine('acc', alg.map.replace('V', value))};")
+    lines += [f"{acc_t} acc = {alg.identity};",
+              f"for (long r = {start}; r < {stop}; r += {step}) {{",
+              *("  " + s for s in loop), "}"]
+    if group > 1:
+        lines += ["part[lid] = acc;", "barrier(CLK_LOCAL_MEM_FENCE);",
+                  f"for (int s = {group // 2}; s > 0; s >>= 1) {{",
+                  f"  if (lid < s) part[lid] = {combine('part[lid]', 'part[lid + s]')};",
+                  "  barrier(CLK_LOCAL_MEM_FENCE);", "}", "acc = part[0];"]
+    write = cltypes.store(alg.out, "out", "g" if group == 1 else "o", alg.final("acc"))
+    lines.append(write if group == 1 else f"if (lid == 0) {{ {write} }}")
+    attribute = f"__attribute__((reqd_work_group_size({group}, 1, 1))) " if group > 1 else ""
+    return _program(body, params, lines, (alg.acc, alg.out), attribute)
+
+
+# -- building and launching ------------------------------------------------------------------
+def _kernel(device, source: str, inputs: int):
+    """The built kernel, its arguments declared once: (buffer, long offset) per array."""
+    kernel = device.build("fused", source, "fused")
+    kernel.set_scalar_arg_dtypes([None, np.int64] * (inputs + 1))
+    return kernel
+
+
+def _items(device, total: int, group: int | None = None) -> list[tuple]:
+    """OpenCLDevice.run_items's launches over `total` work-items, worked out once, as
+    (global size, local size, global offset): whole work-groups, then the remainder."""
+    from .device import SMALL_RANGE
+
+    group = group or device.group_size()
+    main = total - total % group
+    if total == 0:
+        return []
+    if main == 0 or (total < SMALL_RANGE and main != total):
+        return [((total,), None, None)]
+    rest = [((total - main,), None, (main,))] if main != total else []
+    return [((main,), (group,), None), *rest]
+
+
+class FusedKernel:
+    """A fused group's prepared kernel: `fn(*arrays, out=out)` writes out and returns it.
+
+    Each call sets the arguments (each array's buffer and element offset) and enqueues;
+    it neither waits nor allocates.
+    """
+
+    takes_out = True
+
+    def __init__(self, device, kernel, launches: list[tuple]):
+        self.queue = device.queue
+        self.kernel = kernel
+        self.launches = launches
+
+    def __call__(self, *arrays, out):
+        args = [out.base_data, out.offset // out.dtype.itemsize]
+        for a in arrays:
+            args += (a.base_data, a.offset // a.dtype.itemsize)
+        for global_size, local_size, offset in self.launches:
+            self.kernel(self.queue, global_size, local_size, *args, global_offset=offset)
+        return out
+
+
+class TwoStageReduce:
+    """A reduce body with few outputs over many elements: the fused kernel reduces
+    contiguous chunks to partials (one work-item each), reduce.py's kernel the partials."""
+
+    def __init__(self, device, stage, partial_shape, partial_dtype, last, out_shape):
+        self.device, self.stage, self.last = device, stage, last
+        self.partial_shape, self.partial_dtype, self.out_shape = (
+            partial_shape, partial_dtype, out_shape)
+
+    def __call__(self, *arrays):
+        partial = self.device.empty(self.partial_shape, self.partial_dtype)
+        self.stage(*arrays, out=partial)
+        kind = self.last.op
+        out = reduce.reduce(self.device, kind, partial, kind, 1, False, self.last.dtype)
+        return out.reshape(self.out_shape)
+
+
+def _reduce_kernel(device, body: Graph, found: fusion.Layout):
+    """The prepared kernel of a reduce body, with reduce.py's choice of work split."""
+    last = found.reduction
+    kind, d = last.op, body.meta(last.inputs[0])[1]
+    size = math.prod(found.shape[a] for a in found.reduced)
+    n_out = math.prod(found.shape[a] for a in found.kept)
+    acc = reduce._acc_type(device, kind, d)
+    if n_out < 64 and size >= 1 << 15:  # reduce.py's two-stage rule
+        parts = min(256, size // 4096)
+        source = reduce_source(body, found, reduce._Algebra(kind, d, acc, acc), 1, parts)
+        stage = FusedKernel(device, _kernel(device, source, len(body.inputs)),
+                            _items(device, n_out * parts))
+        return TwoStageReduce(device, stage, (n_out, parts), acc, last, last.shape)
+    many = n_out >= (16 * device.cl_device.max_compute_units if device.is_cpu else 1024)
+    group = 1 if size <= 64 or many else device.group_size()
+    source = reduce_source(body, found, reduce._Algebra(kind, d, acc, last.dtype), group, 1)
+    kernel = _kernel(device, source, len(body.inputs))
+    if group == 1:
+        return FusedKernel(device, kernel, _items(device, n_out))
+    return FusedKernel(device, kernel, [((n_out * group,), (group,), None)] if n_out else [])

@@ -1,0 +1,272 @@
+"""The CUDA backend's kernels for fused groups (backends/cuda/graph_kernels.py).
+
+Without a GPU: the generated source is checked as text, its broadcast index arithmetic
+is evaluated in Python against numpy's broadcasting, declines are checked, and the
+kernel's C++ is compiled for the host (std::complex standing in for cupy's complex,
+each thread a call) and compared with the body run node by node on the cpu device.
+With a GPU (marked `gpu`, skipped with the backend's reason elsewhere) the same bodies
+run through `compile_fused` on cuda:0.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import hal
+from backends import fusion
+from backends.cuda import graph_kernels
+from hal.conformance.compare import mismatch
+from hal.graph import Graph, Node
+
+F16, F32, F64 = hal.float16, hal.float32, hal.float64
+C64, C128, I8, I32, B = hal.complex64, hal.complex128, hal.int8, hal.int32, hal.bool
+RNG = np.random.default_rng(9)
+
+
+def _body(inputs, rows, constants=(), device="cpu") -> Graph:
+    """A body from (op, refs, shape, dtype[, params]) rows; a ref "n2" is node 2, "i1"
+    input 1, "c0" constant 0; the last node is the output."""
+    kinds = {"n": "node", "i": "input", "c": "const"}
+    nodes = [Node(op, tuple((kinds[r[0]], int(r[1:])) for r in refs.split()),
+                  params[0] if params else {}, shape, dtype)
+             for op, refs, shape, dtype, *params in rows]
+    return Graph(list(inputs), nodes, [hal.asarray(c, device=device) for c in constants],
+                 [("node", len(nodes) - 1)])
+
+
+def _broadcast_chain(device):
+    """float32 over (4, 3, 5) from (4, 1, 5), (3, 1) and 0-d: NaN through maximum, a
+    comparison, casts and where."""
+    s = (4, 3, 5)
+    body = _body([((4, 1, 5), F32), ((3, 1), F32), ((), F32)], [
+        ("multiply", "i0 i1", s, F32), ("add", "n0 i2", s, F32),
+        ("maximum", "n1 c0", s, F32), ("tanh", "n2", s, F32), ("greater", "n3 c1", s, B),
+        ("astype", "n1", s, I32, {"dtype": I32}), ("astype", "n5", s, F64, {"dtype": F64}),
+        ("astype", "n3", s, F64, {"dtype": F64}), ("where", "n4 n6 n7", s, F64)],
+        [np.float32(-0.5), np.float32(0.1)], device)
+    x = RNG.standard_normal((4, 1, 5)).astype(np.float32)
+    x[1, 0, 2] = np.nan
+    return body, [x, RNG.standard_normal((3, 1)).astype(np.float32), np.float32(0.25)]
+
+
+def _complex_chain(device, d=C128):
+    """E*v + f1*nv + f2*(na+nb), E broadcast along rows, then exp and a division."""
+    s = (6, 8)
+    body = _body([((8,), d), (s, d), (s, d), (s, d), (s, d)], [
+        ("multiply", "i0 i1", s, d), ("multiply", "c0 i2", s, d), ("add", "i3 i4", s, d),
+        ("multiply", "c1 n2", s, d), ("add", "n0 n1", s, d), ("add", "n4 n3", s, d),
+        ("exp", "n5", s, d), ("divide", "n6 i1", s, d)],
+        [np.asarray(0.5 - 0.25j, d), np.asarray(1j, d)], device)
+    host = [(RNG.standard_normal(shape) * 0.5 + 0.5j * RNG.standard_normal(shape)).astype(d)
+            for shape, _ in body.inputs]
+    return body, host
+
+
+def _integer_chain(device):
+    """int8 floor_divide and remainder (by zero, MIN // -1), wrapping *, power, abs."""
+    s = (2, 64)
+    body = _body([(s, I8), (s, I8)], [
+        ("floor_divide", "i0 i1", s, I8), ("remainder", "i0 i1", s, I8),
+        ("multiply", "n0 c0", s, I8), ("add", "n2 n1", s, I8), ("power", "n3 c1", s, I8),
+        ("negative", "n4", s, I8), ("abs", "n5", s, I8)],
+        [np.int8(100), np.int8(3)], device)
+    a = RNG.integers(-128, 128, s).astype(np.int8)
+    q = RNG.integers(-4, 5, s).astype(np.int8)
+    a[0, :3], q[0, :3] = -128, (-1, 0, 0)
+    return body, [a, q]
+
+
+def _float_divmod(device):
+    """float64 floor_divide and remainder with numpy's corner cases, an inf constant."""
+    body = _body([((32,), F64), ((32,), F64)], [
+        ("floor_divide", "i0 i1", (32,), F64), ("remainder", "i0 i1", (32,), F64),
+        ("minimum", "n0 c0", (32,), F64), ("subtract", "n2 n1", (32,), F64)],
+        [np.float64(np.inf)], device)
+    a = np.concatenate([RNG.standard_normal(28) * 2, [1.0, -1.0, np.inf, 0.0]])
+    b = np.concatenate([RNG.standard_normal(28) * 2, [0.1, np.inf, 1.0, 0.0]])
+    return body, [a, b]
+
+
+BODIES = [_broadcast_chain, _complex_chain, _integer_chain, _float_divmod]
+
+
+def _expect(body, host, got, device="cpu"):
+    """got compared with the body run node by node on device, within the loosest
+    tolerance of its nodes' ops and dtypes (8x: the values pass through a chain)."""
+    with np.errstate(all="ignore"):  # the bodies divide by zero and cast NaN on purpose
+        expected = body.run(*[hal.asarray(h, device=device) for h in host])[0].numpy()
+    rtol, atol = max(hal.ops.spec(n.op).tolerance_for(n.dtype) for n in body.nodes)
+    problem = mismatch(got, expected, (rtol * 8, atol * 8))
+    assert not problem, problem
+
+
+# -- the source, without a GPU ---------------------------------------------------------------
+def test_source_reads_by_broadcast_index_and_inlines_constants():
+    body = _body([((4, 3), F64), ((3,), F64), ((), F64)], [
+        ("multiply", "i0 c0", (4, 3), F64), ("add", "n0 i1", (4, 3), F64),
+        ("subtract", "n1 i2", (4, 3), F64), ("exp", "n2", (4, 3), F64)],
+        [np.float64(2.5)])
+    generated = graph_kernels.source(body)
+    text = generated.text
+    assert generated.args == ("out", "p0", "p1", "p2") and generated.size == 12
+    assert ('extern "C" __global__ void hal_fused(double* __restrict__ out, const double* '
+            '__restrict__ p0, const double* __restrict__ p1, const double* __restrict__ p2)'
+            ) in text
+    for line in ("const int c1 = i % 3;", "const double x0 = p0[i];",
+                 "const double x1 = p1[c1];", "const double x2 = p2[0];",
+                 "const double v0 = (x0 * ((double)2.5));", "const double v3 = exp(v2);",
+                 "out[i] = v3;", "if (i >= 12) return;"):
+        assert line in text, line
+    assert "complex" not in text and "hal_divmod" not in text
+
+
+def test_source_includes_what_the_ops_need():
+    complex_text = graph_kernels.source(_complex_chain("cpu")[0]).text
+    assert complex_text.startswith(graph_kernels.COMPLEX_HEADER)
+    assert "complex<double>(((double)0.5), ((double)-0.25))" in complex_text
+    integer_text = graph_kernels.source(_integer_chain("cpu")[0]).text
+    assert "hal_floor_divide_int8(x0, x1)" in integer_text
+    assert "hal_ipow_int8(v3, ((signed char)3LL))" in integer_text
+    float_text = graph_kernels.source(_float_divmod("cpu")[0]).text
+    assert "hal_divmod" in float_text
+    assert "__longlong_as_double(0x7ff0000000000000LL)" in float_text
+
+
+@pytest.mark.parametrize("shapes, out", [
+    ([(4, 1, 5), (3, 1), ()], (4, 3, 5)),
+    ([(2, 3, 4), (2, 3, 4)], (2, 3, 4)),
+    ([(1, 3, 1), (5, 1, 1, 7), (7,)], (5, 1, 3, 7)),
+    ([(6, 1), (1, 5)], (6, 5)),
+    ([(), (1, 1)], (1, 1)),
+])
+def test_index_arithmetic_is_numpy_broadcasting(shapes, out):
+    assignments, offsets = fusion.offsets(
+        "i", out, [fusion.broadcast_strides(s, out) for s in shapes], "")
+    expected = [np.broadcast_to(np.arange(math.prod(s)).reshape(s), out).ravel()
+                for s in shapes]
+    for i in range(math.prod(out)):
+        values = {"i": i}
+        for name, e in assignments:
+            values[name] = eval(e.replace("/", "//"), {}, values)
+        got = [eval(e.replace("/", "//"), {}, values) for e in offsets]
+        assert got == [int(x[i]) for x in expected], (i, got)
+
+
+def test_reduce_index_arithmetic_splits_kept_and_reduced_axes():
+    shape, axes = (3, 4, 5), (0, 2)
+    body = _body([(shape, F32), ((4, 1), F32)], [
+        ("add", "i0 i1", shape, F32),
+        ("sum", "n0", (4,), F32, {"axis": axes, "keepdims": False})])
+    found = fusion.layout(body)
+    outer, inner, offsets = fusion.input_offsets(found, body.inputs)
+    full = [np.arange(math.prod(s)).reshape(s) for s, _ in body.inputs]
+    x = [np.moveaxis(np.broadcast_to(a, shape), 1, 0).reshape(4, 15) for a in full]
+    for o in range(4):
+        for r in range(15):
+            values = {"o": o, "r": r}
+            for name, e in outer + inner:
+                values[name] = eval(e.replace("/", "//"), {}, values)
+            assert [eval(e.replace("/", "//"), {}, values) for e in offsets] == \
+                [int(a[o, r]) for a in x]
+
+
+def test_declines_what_it_does_not_compile():
+    s = (4,)
+    declined = [
+        _body([(s, F16)], [("exp", "i0", s, F16)]),  # no half type here
+        _body([(s, F32)], [("exp", "i0", s, F32),
+                           ("sum", "n0", (), F32, {"axis": None, "keepdims": False})]),
+        _body([(s, I32), (s, I32)], [("power", "i0 i1", s, I32)]),  # exponent unknown
+        _body([(s, I32)], [("power", "i0 c0", s, I32)], [np.int32(-1)]),
+        _body([(s, I32)], [("add", "i0 c0", s, I32)], [np.arange(4, dtype=np.int32)]),
+    ]
+    for body in declined:
+        assert graph_kernels.source(body) is None
+
+
+# -- the source compiled for the host -------------------------------------------------------
+_SHIM = """
+#include <cmath>
+#include <complex>
+#include <cstring>
+using std::complex; using std::abs; using std::conj; using std::copysign; using std::cos;
+using std::erf; using std::exp; using std::fabs; using std::floor; using std::fmod;
+using std::log; using std::pow; using std::sin; using std::sqrt; using std::tanh;
+#define __global__
+#define __device__
+struct Dim { unsigned x; };
+static Dim blockIdx, threadIdx, blockDim = {%d};
+static float __int_as_float(int b) { float f; std::memcpy(&f, &b, 4); return f; }
+static double __longlong_as_double(long long b) { double f; std::memcpy(&f, &b, 8); return f; }
+extern "C" void hal_thread(unsigned block, unsigned thread) {
+  blockIdx.x = block;
+  threadIdx.x = thread;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def host_kernel(tmp_path_factory):
+    """run(body, host arrays) -> the output of the generated kernel compiled for the host."""
+    compiler = shutil.which("c++") or shutil.which("g++")
+    if compiler is None:
+        pytest.skip("no C++ compiler to build the generated kernels for the host")
+    folder = tmp_path_factory.mktemp("cuda_fused")
+
+    def run(body, host):
+        generated = graph_kernels.source(body)
+        text = generated.text.replace(graph_kernels.COMPLEX_HEADER, "")
+        path = folder / f"k{body.key()}.cpp"
+        path.write_text(_SHIM % graph_kernels.BLOCK + text)
+        library = path.with_suffix(".so")
+        subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-w", "-o", library, path],
+                       check=True)
+        lib = ctypes.CDLL(str(library))
+        last = body.nodes[-1]
+        out = np.empty(last.shape, last.dtype)
+        arrays = [out] + [np.ascontiguousarray(h, dtype=d) for h, (_, d) in
+                          zip(host, body.inputs)]
+        pointers = [ctypes.c_void_p(a.ctypes.data) for a in arrays]
+        for block in range(-(-generated.size // graph_kernels.BLOCK)):
+            for thread in range(graph_kernels.BLOCK):
+                lib.hal_thread(block, thread)
+                lib.hal_fused(*pointers)
+        return out
+
+    return run
+
+
+@pytest.mark.parametrize("make", BODIES, ids=lambda f: f.__name__.strip("_"))
+def test_generated_kernel_computes_the_body_on_the_host(host_kernel, make):
+    body, host = make("cpu")
+    _expect(body, host, host_kernel(body, host))
+
+
+# -- on a GPU ------------------------------------------------------------------------------
+_REASON = hal.backend("cuda").why_unavailable()
+
+
+def gpu(test):
+    """Mark a test `gpu` and skip it, with the backend's reason, where cuda is unavailable."""
+    skip = pytest.mark.skipif(_REASON is not None, reason=f"no CUDA GPU: {_REASON}")
+    return pytest.mark.gpu(skip(test))
+
+
+@gpu
+@pytest.mark.parametrize("make", [*BODIES, lambda device: _complex_chain(device, C64)])
+def test_compiled_kernel_on_the_gpu(make):
+    dev = hal.device("cuda:0")
+    body, host = make(dev)
+    fn = dev.backend.compile_fused(body, dev)
+    assert fn is not None and fn.takes_out
+    assert dev.backend.compile_fused(body, dev) is fn  # compiled once per body
+    natives = [hal.asarray(h, device=dev)._data for h in host]
+    out = dev.empty(body.nodes[-1].shape, body.nodes[-1].dtype)
+    assert fn(*natives, out=out) is out
+    _expect(body, host, dev.download(out), dev)
