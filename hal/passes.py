@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from . import ops
 from .dispatch import EAGER, _decompositions, interpret
-from .errors import HalError, PluginWarning
+from .errors import PluginWarning
 from .graph import ELEMENTWISE, FUSED, REDUCTIONS, Graph, Node
 
 FOLD_LIMIT = 1 << 16
@@ -242,8 +242,6 @@ def compiled_group(body: Graph, device):
     compiler failed (a PluginWarning naming it; the group's nodes then run one by one)."""
     try:
         return device.backend.compile_fused(body, device)
-    except HalError:
-        raise
     except Exception as e:
         ops_ = ",".join(n.op for n in body.nodes)
         warnings.warn(f"{device.backend.name}: compile_fused failed for the group ({ops_}) "

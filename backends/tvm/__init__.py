@@ -1,13 +1,14 @@
 """The Apache TVM backend: kernels written in TE, compiled per shape, autotuned on demand.
 
 Each op is a TE builder (elementwise.py, reduce.py, movement.py, scan.py, linalg.py, quant.py);
-composites are single fused kernels. compiler.py compiles and caches them in memory and
-on disk, schedule.py gives untuned kernels a parallel, vectorised default, tuning.py runs
-meta_schedule (`hal tune`) into a database later compiles use. Devices: the host CPU
-through LLVM, plus CUDA/OpenCL devices where the installed TVM runtime has them (the
-PyPI wheel has neither). TVM has no complex dtype, so complex tensors and the FFT family
-are declared unsupported and run elsewhere. The kernel modules import TVM, so they load
-only once TVM is found (`_load_kernels`): without TVM this module loads and says why.
+composites are single fused kernels, and so is each fused group of a graph (fused.py).
+compiler.py compiles and caches them in memory and on disk, schedule.py gives untuned
+kernels a parallel, vectorised default, tuning.py runs meta_schedule (`hal tune`) into a
+database later compiles use. Devices: the host CPU through LLVM, plus CUDA/OpenCL
+devices where the installed TVM runtime has them (the PyPI wheel has neither). TVM has no
+complex dtype, so complex tensors and the FFT family are declared unsupported and run
+elsewhere. The kernel modules import TVM, so they load only once TVM is found
+(`_load_kernels`): without TVM this module loads and says why.
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ class TVMBackend(hal.Backend):
                 f"(tvm:0 is the host CPU); {missing}. Install a TVM build with that runtime "
                 "to use its devices.")
         return super().open(index)
+
+    def compile_fused(self, body, device):
+        """One TE kernel for a fused group (fused.py), or None where it has no kernel."""
+        from .fused import compile_fused
+
+        return compile_fused(body, device)
 
     def _load_kernels(self) -> None:
         """Import the TE kernel modules (they import TVM), which register into `kernels`."""

@@ -21,6 +21,12 @@ from . import te_util as tu
 from .table import kernels
 
 _NO_COMPLEX = [d for d in dt.ALL if not dt.is_complex(d)]
+UNARY = ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "erf")
+"""Unary ops with an element expression (`unary_value`)."""
+COMPARISONS = ("equal", "less", "greater")
+BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", *COMPARISONS,
+          "floor_divide", "remainder", "power")
+"""Binary ops with an element expression (`binary_value`); power has kernels for floats."""
 
 
 def _supported(op: str, among=None) -> list:
@@ -37,11 +43,15 @@ def _unary_expr(name: str, x):
     return getattr(te, name)(x)
 
 
+def unary_value(op: str, x):
+    """A unary op of one element expression, in the element's dtype."""
+    d = tu.dtype_of(x)
+    return _unary_expr(op, tu.lift(x, d)).astype(d)
+
+
 def unary(x: te.Tensor, *, op: str) -> te.Tensor:
     """A unary op over every element."""
-    d = str(x.dtype)
-    return te.compute(x.shape, lambda *i: _unary_expr(op, tu.lift(x(*i), d)).astype(d),
-                      name="out")
+    return te.compute(x.shape, lambda *i: unary_value(op, x(*i)), name="out")
 
 
 def _pick(a, b, larger: bool):
@@ -49,7 +59,7 @@ def _pick(a, b, larger: bool):
     chosen = te.max(a, b) if larger else te.min(a, b)
     if "float" not in tu.dtype_of(a):
         return chosen
-    return tirx.Select(te.isnan(a), a, tirx.Select(te.isnan(b), b, chosen))
+    return tirx.Select(tu.isnan(a), a, tirx.Select(tu.isnan(b), b, chosen))
 
 
 def _int_divmod(a, b, name: str):
@@ -109,43 +119,51 @@ def _binary_expr(name: str, a, b):
     return {"equal": a == b, "less": a < b, "greater": a > b}[name]
 
 
+def binary_value(op: str, x, y):
+    """A binary op of two element expressions of one dtype; comparisons give bool."""
+    d = tu.dtype_of(x)
+    out = "bool" if op in COMPARISONS else d
+    x, y = tu.lift(x, d), tu.lift(y, d)
+    if d == "bool":  # TVM 0.27 lowers bool == bool to an fcmp that LLVM rejects
+        x, y = x.astype("int8"), y.astype("int8")
+    return _binary_expr(op, x, y).astype(out)
+
+
 def binary(a: te.Tensor, b: te.Tensor, *, op: str) -> te.Tensor:
     """A binary op with numpy broadcasting; comparisons give bool."""
-    d = str(a.dtype)
     shape = tu.broadcast_shape(a.shape, b.shape)
-    out = "bool" if op in ("equal", "less", "greater") else d
+    return te.compute(shape, lambda *i: binary_value(op, tu.at(a, i, shape), tu.at(b, i, shape)),
+                      name="out")
 
-    def value(*i):
-        x, y = tu.lift(tu.at(a, i, shape), d), tu.lift(tu.at(b, i, shape), d)
-        if d == "bool":  # TVM 0.27 lowers bool == bool to an fcmp that LLVM rejects
-            x, y = x.astype("int8"), y.astype("int8")
-        return _binary_expr(op, x, y).astype(out)
 
-    return te.compute(shape, value, name="out")
+def where_value(c, x, y):
+    """x where the bool expression c else y."""
+    return tirx.Select(c, x, y)
 
 
 def where(c: te.Tensor, x: te.Tensor, y: te.Tensor) -> te.Tensor:
     """x where c else y, broadcast."""
     shape = tu.broadcast_shape(c.shape, x.shape, y.shape)
-    return te.compute(shape, lambda *i: tirx.Select(
+    return te.compute(shape, lambda *i: where_value(
         tu.at(c, i, shape), tu.at(x, i, shape), tu.at(y, i, shape)), name="out")
+
+
+def astype_value(v, dtype: str):
+    """An element expression cast with numpy's rules for bool (nonzero is True)."""
+    src = tu.dtype_of(v)
+    if src == "bool":  # (bool != False lowers to an fcmp LLVM rejects)
+        return v if dtype == "bool" else v.astype("int8").astype(dtype)
+    if dtype == "bool":  # NaN is True, as in numpy (LLVM's ordered != says False)
+        nonzero = tirx.NE(v, tirx.const(0, src))
+        return tirx.Or(nonzero, tu.isnan(tu.lift(v, src))) if "float" in src else nonzero
+    if src in tu.HALF and dtype != "float32":
+        v = v.astype("float32")
+    return v.astype(dtype)
 
 
 def astype(x: te.Tensor, *, dtype: str) -> te.Tensor:
     """A cast with numpy's rules for bool (nonzero is True)."""
-    src = str(x.dtype)
-
-    def value(*i):
-        v = x(*i)
-        if src == "bool":  # (bool != False lowers to an fcmp LLVM rejects)
-            return v if dtype == "bool" else v.astype("int8").astype(dtype)
-        if dtype == "bool":
-            return v != tirx.const(0, src)
-        if src in tu.HALF and dtype != "float32":
-            v = v.astype("float32")
-        return v.astype(dtype)
-
-    return te.compute(x.shape, value, name="out")
+    return te.compute(x.shape, lambda *i: astype_value(x(*i), dtype), name="out")
 
 
 def activation(x: te.Tensor, *, op: str, approximate: str = "none") -> te.Tensor:
@@ -173,12 +191,10 @@ def _register_binary(name: str, among=None) -> None:
         return device.run(name, binary, [a, b], op=name)
 
 
-for _name in ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "erf"):
+for _name in UNARY:
     _register_unary(_name)
-for _name in ("add", "subtract", "multiply", "divide", "maximum", "minimum", "equal", "less",
-              "greater", "floor_divide", "remainder"):
-    _register_binary(_name)
-_register_binary("power", dt.FLOATS)
+for _name in BINARY:
+    _register_binary(_name, dt.FLOATS if _name == "power" else None)
 
 
 @kernels.register("where", _supported("where"))

@@ -49,6 +49,21 @@ def const(value: float, dtype: str):
     return tirx.const(value, dtype)
 
 
+# float dtype -> (integer of its width, its bits of +inf, a mask of all but the sign bit)
+_FLOAT_BITS = {"float32": ("int32", 0x7F800000, (1 << 31) - 1),
+               "float64": ("int64", 0x7FF0000000000000, (1 << 63) - 1)}
+
+
+def isnan(x):
+    """True where a float expression is NaN: its magnitude bits above infinity's, which
+    vectorises (a loop that calls TVM's isnan stays scalar)."""
+    d = dtype_of(x)
+    if d not in _FLOAT_BITS:
+        return te.isnan(x)
+    integer, inf, magnitude = _FLOAT_BITS[d]
+    return tirx.reinterpret(integer, x) & const(magnitude, integer) > const(inf, integer)
+
+
 # tanh's odd Taylor coefficients x^3 .. x^9; below |x| = _TANH_SERIES the series is exact
 # to a few ulp in float64, where TVM's exp-based tanh loses relative precision (1 - e^-2x).
 _TANH_TAYLOR = (-1 / 3, 2 / 15, -17 / 315, 62 / 2835)
@@ -86,7 +101,7 @@ def activation(y, name: str | None):
         return y
     if name == "relu":  # numpy's maximum(y, 0): a NaN stays NaN (te.max would drop it)
         positive = te.max(y, const(0, d))
-        return tirx.Select(te.isnan(y), y, positive) if "float" in d else positive
+        return tirx.Select(isnan(y), y, positive) if "float" in d else positive
     if name == "gelu":
         return gelu(y)
     if name == "gelu_tanh":
