@@ -8,6 +8,7 @@ Tensors are numpy arrays, so host transfers are free and DLPack is numpy's.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import platform
@@ -82,27 +83,37 @@ def _erf(x):
 
 _WORKERS = os.cpu_count() or 1
 _THREADED_FFT = 1 << 15  # points per call below which extra threads cost more than they gain
+# pocketfft's normalisation code (0: none, 1: 1/sqrt(n), 2: 1/n) per norm, (inverse, forward)
+_INORM = {None: (2, 0), "backward": (2, 0), "ortho": (1, 1), "forward": (0, 2)}
 
 
-def _scipy_fft(name):
-    def kernel(x, *, axes, norm=None, **extra):
-        import scipy.fft
+@functools.cache
+def _pocketfft_module():
+    from scipy.fft._pocketfft import pypocketfft
 
-        workers = _WORKERS if x.size >= _THREADED_FFT else 1
-        if len(axes) == 1:  # scipy's 1-d entry points cost half of the n-d ones per call
-            one_d = getattr(scipy.fft, name[:-1])
-            n = extra.get("n")
-            return one_d(x, n=n, axis=axes[0], norm=norm, workers=workers)
+    return pypocketfft
+
+
+def _pocketfft(name):
+    """scipy's pocketfft binding called directly: scipy.fft's wrappers re-check and re-plan
+    what hal.fft already settled, ~8 us per call (3.4 against 11.5 us for a 256-point rfft)."""
+    forward = name in ("fftn", "rfftn")
+
+    def kernel(x, *, axes, norm=None, n=None):
+        pocketfft = _pocketfft_module()
+        threads = _WORKERS if x.size >= _THREADED_FFT else 1
+        inorm = _INORM[norm][forward]
+        if name == "rfftn":
+            return pocketfft.r2c(x, axes, True, inorm, None, threads)
         if name == "irfftn":
-            s = [x.shape[a] for a in axes[:-1]] + [extra["n"]]
-            return scipy.fft.irfftn(x, s=s, axes=axes, norm=norm, workers=workers)
-        return getattr(scipy.fft, name)(x, axes=axes, norm=norm, workers=workers)
+            return pocketfft.c2r(x, axes, n, False, inorm, None, threads)
+        return pocketfft.c2c(x, axes, forward, inorm, None, threads)
 
     return kernel
 
 
 for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
-    kernels.register(_name, device_arg=False)(_scipy_fft(_name))
+    kernels.register(_name, device_arg=False)(_pocketfft(_name))
 
 
 # Fused composites for the dtypes numpy computes natively: one expression, no dispatch.
@@ -225,3 +236,9 @@ class CpuBackend(hal.Backend):
 
     def _open_device(self, index: int) -> CpuDevice:
         return CpuDevice(self, index)
+
+    def compile_fused(self, body, device: hal.Device):
+        """One numba-compiled ufunc per fused group (`backends.cpu_fused`), or None."""
+        from . import cpu_fused  # only graphs need it
+
+        return cpu_fused.compile_body(body)
