@@ -473,9 +473,12 @@ class Backend:
         """A native function for one fused group of a graph, or None to run it node by node.
 
         body is a `hal.graph.Graph`: its inputs are the group's operands (numpy
-        broadcasting to the result), its nodes elementwise ops (`hal.graph.ELEMENTWISE`),
-        the last of them possibly a reduction (`hal.graph.REDUCTIONS`), its constants 0-d
-        scalars to inline, and one output. The function takes the operands' native arrays
+        broadcasting to the result), its nodes elementwise ops (`hal.graph.ELEMENTWISE`)
+        and at most one reduction (`hal.graph.REDUCTIONS`): the nodes it reads come before
+        it (the prologue, broadcasting to its input), any after it (the epilogue) compute
+        at its result's shape; its constants are 0-d scalars to inline, its one output the
+        last node. Decline what you do not compile (an epilogue, say): hal then tries the
+        group without its epilogue. The function takes the operands' native arrays
         and returns the native result; if it has `takes_out = True` it is also given
         `out=`, a native array of the result's shape and dtype to write (the executable
         reuses it across calls). Compile once per `body.key()`, caching what you can on

@@ -32,8 +32,8 @@ from .tensor import Tensor
 
 FUSED = "fused"
 """The op name of a fused group: params["body"] is its Graph, params["kind"] says what
-it is: "elementwise" (every body node elementwise) or "reduce" (elementwise nodes
-feeding one final reduction: sum, max or min)."""
+it is: "elementwise" (every body node elementwise) or "reduce" (one reduction, sum, max
+or min, after the elementwise nodes it reads and before any that read its result)."""
 
 ELEMENTWISE = frozenset(
     s.name for s in ops.specs()

@@ -199,10 +199,12 @@ def fuse(graph: Graph, device=None) -> Graph:
     """Elementwise nodes merged into their only consumer's group; a group is one FUSED node.
 
     A group is a tree of elementwise nodes whose inner results nothing else reads, rooted
-    at an elementwise node or at a reduction (sum/max/min) of one (the prologue). Graph
-    outputs and values read twice end a group. 0-d constants move into the body. Given a
-    device, a group its backend declines to compile (`Backend.compile_fused` gives None)
-    stays as its nodes.
+    at an elementwise node or at a reduction (sum/max/min) of one (the prologue). A
+    reduction read only by an elementwise group of its own result's shape joins that
+    group as well (the epilogue: `sum(x * x) / n`), its prologue with it. Graph outputs and
+    values read twice end a group. 0-d constants move into the body. Given a device, a
+    group its backend declines to compile (`Backend.compile_fused` gives None) is tried
+    without its epilogue, and stays as its nodes if declined again.
     """
     users = graph.users()
     outputs = {r[1] for r in graph.outputs if r[0] == "node"}
@@ -219,22 +221,56 @@ def fuse(graph: Graph, device=None) -> Graph:
             root_of[i] = i
         elif node.op in REDUCTIONS and _prologue(graph, node, users, outputs):
             root_of[i] = i
+    reduction_of = _epilogues(graph, root_of, users, outputs)
+    members: dict[int, list[int]] = {}
+    for k, root in enumerate(root_of):
+        if root is not None:
+            members.setdefault(root, []).append(k)
     out = _Rebuild(graph)
+
+    def group(nodes: list[int], root: Node) -> bool:
+        body, operands = _body(graph, nodes, out)
+        if device is not None and compiled_group(body, device) is None:
+            return False
+        kind = "reduce" if any(n.op in REDUCTIONS for n in body.nodes) else "elementwise"
+        out.nodes.append(Node(FUSED, tuple(operands), {"kind": kind, "body": body},
+                              root.shape, root.dtype, root.where))
+        out.map[nodes[-1]] = ("node", len(out.nodes) - 1)
+        return True
+
+    absorbed = set(reduction_of.values())
     for i, node in enumerate(graph.nodes):
+        if i in absorbed:
+            continue  # built with the group whose epilogue reads it
         if root_of[i] is None:
             out.add(i, node)
         elif root_of[i] == i:
-            members = [k for k in range(i + 1) if root_of[k] == i]
-            body, operands = _body(graph, members, out)
-            if device is not None and compiled_group(body, device) is None:
-                for k in members:
-                    out.add(k, graph.nodes[k])
+            r = reduction_of.get(i)
+            if r is not None and group(members.get(r, [r]) + members[i], node):
                 continue
-            kind = "reduce" if node.op in REDUCTIONS else "elementwise"
-            out.nodes.append(Node(FUSED, tuple(operands), {"kind": kind, "body": body},
-                                  node.shape, node.dtype, node.where))
-            out.map[i] = ("node", len(out.nodes) - 1)
+            parts = ([] if r is None else [members.get(r, [r])]) + [members[i]]
+            for part in parts:
+                lone_reduction = len(part) == 1 and graph.nodes[part[0]].op in REDUCTIONS
+                if lone_reduction or not group(part, graph.nodes[part[-1]]):
+                    for k in part:
+                        out.add(k, graph.nodes[k])
     return out.graph()
+
+
+def _epilogues(graph: Graph, root_of: list, users, outputs) -> dict[int, int]:
+    """Elementwise group root -> the reduction its group reads as an epilogue."""
+    found: dict[int, int] = {}
+    for r, node in enumerate(graph.nodes):
+        if node.op not in REDUCTIONS or r in outputs or root_of[r] not in (None, r):
+            continue
+        readers = set(users[r])
+        if len(readers) != 1:
+            continue
+        g = root_of[readers.pop()]
+        if g is not None and g not in found and graph.nodes[g].op in ELEMENTWISE \
+                and graph.nodes[g].shape == node.shape:
+            found[g] = r
+    return found
 
 
 def compiled_group(body: Graph, device):

@@ -280,3 +280,28 @@ def test_groups_a_backend_declines_or_fails_to_compile_run_as_their_nodes(cpu, n
                       r"\(exp,sin\) with ZeroDivisionError"):
         got = hal.jit(lambda x: hal.sin(hal.exp(x)))(_x())
     _close(got, hal.sin(hal.exp(_x())))
+
+
+def mean_square(a):
+    return hal.sqrt(hal.sum(a * a, axis=1) / 4.0 + 1e-5)
+
+
+def test_a_reduction_joins_the_group_of_its_epilogue_or_is_split_off_when_declined(
+        cpu, monkeypatch):
+    x = hal.asarray(np.linspace(0.1, 1, 12).reshape(3, 4))
+    (node,) = passes.fuse(hal.jit(mean_square).graph(x)).nodes
+    assert [n.op for n in node.params["body"].nodes] == ["multiply", "sum", "divide", "add",
+                                                         "sqrt"]
+
+    def no_epilogues(self, body, device):
+        ops_ = [n.op for n in body.nodes]
+        if "sum" in ops_ and ops_[-1] != "sum":
+            return None
+        return _numpy_fused(body, device)
+
+    compiled.clear()
+    monkeypatch.setattr(CpuBackend, "compile_fused", no_epilogues)
+    exe = hal.jit(mean_square).compiled(x)
+    bodies = [[n.op for n in g.params["body"].nodes] for g in exe.graph.nodes]
+    assert bodies == [["multiply", "sum"], ["divide", "add", "sqrt"]]
+    _close(exe(x)[0], mean_square(x))
