@@ -1,0 +1,375 @@
+"""Jit suite: the same hal code run op by op (eager) and through hal.jit, beside compiled peers.
+
+Each case is a hal workload `<case>[eager]` and `<case>[jit]` (params carry the mode),
+run on every backend (a backend without an op the case needs, such as TVM for complex
+data and FFTs, is skipped with the reason), and the same algorithm in the peers
+`<case>[numpy]` (vectorised numpy), `<case>[jax]` (jax.jit) and `<case>[torch]`
+(torch.compile), measured on the host under the cpu backend only; a peer that does not
+import is skipped with the reason. Jitted functions are built once per (device, dtype),
+so the timing measures replay, not tracing.
+
+Cases, each checked against its reference before timing:
+- `kdv_kt`: 200 ETDRK4 steps of the Kassam-Trefethen KdV problem (N=256, float64; the
+  step is jitted, the loop is Python), against the exact 2-soliton in the max norm.
+- `navier_stokes`: 5 IF-RK4 steps of Kolmogorov flow on 256^2, against numpy in complex128.
+- `taylor`: f^(k) of sin(x) exp(-x^2) at 10^4 points by Taylor mode, k = 10 and 16,
+  against the Hermite closed form (jax: jax.experimental.jet; numpy: the recurrences).
+- `transformer_block`: a post-norm block (q/k/v projections, 4-head scaled dot-product
+  attention, output projection, residual, layer_norm; linear-gelu(tanh)-linear,
+  residual, layer_norm), batch 8, 128 tokens, width 256, float32, against numpy.
+- `fft_pipeline`: |ifft(fft(x) * h)| over 64 batched 1024-point complex transforms.
+
+`python -m benchmarks.jit_figures` prints the figures of a full KdV solve, per-node
+replay cost and compile times beside these.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+import hal
+from benchmarks.suites import science
+from benchmarks.workload import Case, Workload, random_array
+from frontends.autograd import bench
+from frontends.science import kdv, peers
+from frontends.science import navier_stokes as ns
+
+MODES = {"eager": lambda fn: fn, "jit": hal.jit}
+PEER_MODES = {"numpy": "numpy", "jax": "jax.jit", "torch": "torch.compile"}
+
+
+@dataclass(frozen=True)
+class JitCase:
+    """One computation in hal and in the peers, with its inputs and reference.
+
+    `make(device, dtype, compile)` returns the hal function of device tensors, with its
+    step (or whole body) passed through `compile` (identity or hal.jit); `dtype` is the
+    first input's. `peer(name, dtype)` returns the peer's function of host arrays
+    (numpy dtype of the first input), compiled once.
+    """
+
+    name: str
+    params: dict
+    dtypes: tuple[str, ...]
+    build: Callable[[np.dtype], Case]
+    reference: Callable[..., np.ndarray]
+    make: Callable
+    peer: Callable
+    tolerance_scale: float = 1.0
+
+    def workloads(self, peer_names=tuple(PEER_MODES)) -> list[Workload]:
+        """`<name>[eager]`, `<name>[jit]`, then `<name>[<peer>]` for each peer."""
+        out = [self._hal(mode) for mode in MODES]
+        return out + [self._peer(name) for name in peer_names]
+
+    def _workload(self, label: str, params: dict, run: Callable) -> Workload:
+        return Workload(f"{self.name}[{label}]", params, self.dtypes, self.build, run,
+                        self.reference, tolerance_scale=self.tolerance_scale)
+
+    def _hal(self, mode: str) -> Workload:
+        made = functools.cache(lambda device, dtype: self.make(device, dtype, MODES[mode]))
+
+        def run(*tensors: hal.Tensor) -> hal.Tensor:
+            return made(tensors[0].device, tensors[0].dtype)(*tensors)
+
+        return self._workload(mode, {**self.params, "mode": mode}, run)
+
+    def _peer(self, name: str) -> Workload:
+        made = functools.cache(lambda dtype: self.peer(name, dtype))
+
+        def run(*tensors: hal.Tensor) -> hal.Tensor:
+            science._on_host(tensors[0].device)
+            arrays = [t.numpy() for t in tensors]
+            return hal.asarray(np.asarray(made(arrays[0].dtype)(*arrays)), device=tensors[0].device)
+
+        params = science._peer_params(name, {**self.params, "mode": PEER_MODES[name]})
+        return self._workload(name, params, run)
+
+
+def compiling_peer(name: str) -> peers.Peer:
+    """Peer `name` whose `compile` is its compiler: identity (numpy), jax.jit, torch.compile."""
+    peer = peers.load(name)
+    if name == "torch":
+        import torch
+
+        return replace(peer, compile=torch.compile)
+    return peer
+
+
+# -- KdV ----------------------------------------------------------------------------------------
+def kdv_case(steps: int = science.KDV_STEPS) -> JitCase:
+    """`steps` ETDRK4 steps of Kassam-Trefethen from the exact u(0) (the step is compiled)."""
+    problem = science._kdv_problem(steps)
+
+    def make(device, dtype, compile):
+        solver = kdv.KdVSolver(problem, dtype, device)
+        step = compile(lambda v: kdv.etdrk4_step(hal.fft, solver.coeffs, v, problem.n))
+
+        def run(u0: hal.Tensor) -> hal.Tensor:
+            v = hal.fft.rfft(u0)
+            for _ in range(steps):
+                v = step(v)
+            return hal.fft.irfft(v, problem.n)
+
+        return run
+
+    def peer(name, dtype):
+        return kdv.peer_runner(compiling_peer(name), problem, dtype, steps)
+
+    # the max-norm error limit is 1e-6 in float64 (the published figure)
+    return JitCase("kdv_kt", {"N": problem.n, "steps": steps, "dt": problem.dt}, ("float64",),
+                   science._kdv_build(problem, steps), lambda u0: problem.exact(problem.t_end),
+                   make, peer, tolerance_scale=1e4)
+
+
+# -- Navier-Stokes ------------------------------------------------------------------------------
+def ns_case(n: int = 256, steps: int = 5) -> JitCase:
+    """`steps` IF-RK4 steps of Kolmogorov flow on n x n (the step is compiled)."""
+
+    def solver(dtype, device=None) -> ns.NavierStokes2D:
+        return ns.NavierStokes2D(n, science.NS_DT, science.NS_VISCOSITY,
+                                 ns.kolmogorov_forcing(n), dtype, device)
+
+    def real(dtype) -> str:
+        return "float32" if np.dtype(dtype) == np.complex64 else "float64"
+
+    def make(device, dtype, compile):
+        s = solver(real(dtype), device)
+        step = compile(lambda w: ns.if_rk4_step(hal.fft, s.coeffs, w, s.dt, n))
+        return functools.partial(_loop, step, steps)
+
+    def peer(name, dtype):
+        p = compiling_peer(name)
+        step = solver(real(dtype), "cpu").peer_step(p)
+        return lambda w: p.numpy(_loop(step, steps, p.asarray(w)))
+
+    def build(dtype: np.dtype) -> Case:
+        state = solver("float64", "cpu").transform(ns.random_vorticity(n)).numpy()
+        flops = steps * 20 * 2.5 * n * n * math.log2(n * n)
+        return Case([state.astype(np.complex64 if dtype == np.float32 else np.complex128)],
+                     flops=flops, items=steps)
+
+    def reference(state: np.ndarray) -> np.ndarray:
+        return _loop(solver("float64", "cpu").peer_step(peers.load("numpy")), steps, state)
+
+    params = {"N": n, "steps": steps, "dt": science.NS_DT, "nu": science.NS_VISCOSITY}
+    return JitCase("navier_stokes", params, science.REALS, build, reference, make, peer)
+
+
+def _loop(step: Callable, steps: int, x):
+    """step applied `steps` times to x."""
+    for _ in range(steps):
+        x = step(x)
+    return x
+
+
+# -- Taylor mode --------------------------------------------------------------------------------
+def taylor_numpy(x: np.ndarray, k: int) -> np.ndarray:
+    """f^(k)(x) for f = sin(x) exp(-x^2) by Taylor mode in numpy.
+
+    A series is the list of its Taylor coefficients (arrays) that may be nonzero: the
+    input x + t has two, so products and the exp, sin and cos recurrences skip the zero
+    terms, as hal's Taylor mode does; everything is vectorised over the points.
+    """
+
+    def product(a, b):
+        return [sum(a[i] * b[m - i] for i in range(max(0, m - len(b) + 1), min(m, len(a) - 1) + 1))
+                for m in range(min(k + 1, len(a) + len(b) - 1))]
+
+    def integrated(u, z, m):  # coefficient m >= 1 of y where y' = u' z
+        return sum(i * u[i] * z[m - i] for i in range(1, min(m, len(u) - 1) + 1)) / m
+
+    u = [x, np.ones_like(x)][: k + 1]
+    h = [-t for t in product(u, u)]
+    e, s, c = [np.exp(h[0])], [np.sin(x)], [np.cos(x)]
+    for m in range(1, k + 1):  # exp: e' = h' e; sin: s' = u' c; cos: c' = -u' s
+        e.append(integrated(h, e, m))
+        s.append(integrated(u, c, m))
+        c.append(-integrated(u, s, m))
+    return product(s, e)[k] * math.factorial(k)
+
+
+def _jax_jet(k: int):
+    """f^(k) by jax.experimental.jet, jitted."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import jet
+
+    def kth(v):
+        series = (jnp.ones_like(v),) + (jnp.zeros_like(v),) * (k - 1)
+        return jet.jet(lambda u: jnp.sin(u) * jnp.exp(-u * u), (v,), (series,))[1][-1]
+
+    compiled = jax.jit(kth)
+    return lambda x: np.asarray(compiled(jnp.asarray(x)).block_until_ready())
+
+
+def taylor_case(k: int, n: int = bench.POINTS) -> JitCase:
+    """f^(k) of sin(x) exp(-x^2) at n points by hal Taylor mode (the whole pass compiled)."""
+
+    def build(dtype: np.dtype) -> Case:
+        return Case([bench.points(n, dtype)], items=n)
+
+    def make(device, dtype, compile):
+        return compile(bench.hal_kth("taylor", k))
+
+    def peer(name, dtype):
+        if name == "numpy":
+            return lambda x: taylor_numpy(x, k)
+        peers.load(name)  # not installed: skipped with that reason
+        if name == "jax":
+            return _jax_jet(k)
+        raise hal.UnsupportedOp(
+            f"taylor k={k} in {name}: torch has no Taylor mode and torch.compile does not "
+            "compile nested autograd (double backward); `python -m frontends.autograd.bench` "
+            "measures torch's eager nested autograd")
+
+    return JitCase("taylor", {"order": k, "n": n, "function": "sin*exp(-x^2)"},
+                   ("float64", "float32"), build,
+                   lambda x: bench.hermite_derivative(np.asarray(x, np.float64), k),
+                   make, peer, tolerance_scale=10.0)
+
+
+# -- transformer block --------------------------------------------------------------------------
+WEIGHTS = ("wq", "wk", "wv", "wo", "w1", "b1", "w2", "b2", "g1", "c1", "g2", "c2")
+
+
+def block_hal(x, wq, wk, wv, wo, w1, b1, w2, b2, g1, c1, g2, c2, heads: int = 4):
+    """Post-norm transformer block in hal ops (x: batch, tokens, width)."""
+    b, t, d = x.shape
+
+    def split(w):
+        return hal.permute_dims(hal.reshape(x @ w, (b, t, heads, d // heads)), (0, 2, 1, 3))
+
+    a = hal.nn.scaled_dot_product_attention(split(wq), split(wk), split(wv))
+    a = hal.reshape(hal.permute_dims(a, (0, 2, 1, 3)), (b, t, d))
+    h = hal.nn.layer_norm(x + a @ wo, g1, c1)
+    mlp = hal.nn.linear(hal.nn.linear(h, w1, b1, activation="gelu_tanh"), w2, b2)
+    return hal.nn.layer_norm(h + mlp, g2, c2)
+
+
+def block_numpy(xp, x, wq, wk, wv, wo, w1, b1, w2, b2, g1, c1, g2, c2, heads: int = 4):
+    """The same block written with a numpy-like namespace `xp` (numpy or jax.numpy)."""
+    b, t, d = x.shape
+
+    def split(w):
+        return xp.transpose(xp.reshape(x @ w, (b, t, heads, d // heads)), (0, 2, 1, 3))
+
+    def layer_norm(y, g, c):
+        mean = xp.mean(y, axis=-1, keepdims=True)
+        var = xp.mean((y - mean) ** 2, axis=-1, keepdims=True)
+        return (y - mean) / xp.sqrt(var + 1e-5) * g + c
+
+    def gelu_tanh(y):
+        return 0.5 * y * (1 + xp.tanh(math.sqrt(2 / math.pi) * (y + 0.044715 * y**3)))
+
+    q, k, v = split(wq), split(wk), split(wv)
+    scores = q @ xp.swapaxes(k, -1, -2) * (1 / math.sqrt(d // heads))
+    p = xp.exp(scores - xp.max(scores, axis=-1, keepdims=True))
+    a = (p / xp.sum(p, axis=-1, keepdims=True)) @ v
+    a = xp.reshape(xp.transpose(a, (0, 2, 1, 3)), (b, t, d))
+    h = layer_norm(x + a @ wo, g1, c1)
+    return layer_norm(h + gelu_tanh(h @ w1 + b1) @ w2 + b2, g2, c2)
+
+
+def block_torch(x, wq, wk, wv, wo, w1, b1, w2, b2, g1, c1, g2, c2, heads: int = 4):
+    """The same block with torch.nn.functional."""
+    import torch.nn.functional as F
+
+    b, t, d = x.shape
+
+    def split(w):
+        return (x @ w).reshape(b, t, heads, d // heads).transpose(1, 2)
+
+    a = F.scaled_dot_product_attention(split(wq), split(wk), split(wv))
+    h = F.layer_norm(x + a.transpose(1, 2).reshape(b, t, d) @ wo, (d,), g1, c1, eps=1e-5)
+    mlp = F.gelu(h @ w1 + b1, approximate="tanh") @ w2 + b2
+    return F.layer_norm(h + mlp, (d,), g2, c2, eps=1e-5)
+
+
+def _weight(name: str, shape: tuple, seed: int) -> np.ndarray:
+    """Matrices scaled by 1/sqrt(fan-in), biases near 0, layer-norm gains near 1 (float64)."""
+    values = random_array(shape, np.float64, seed)
+    if name.startswith("w"):
+        return values / math.sqrt(shape[0])
+    return 0.1 * values + (1.0 if name.startswith("g") else 0.0)
+
+
+def transformer_case(batch: int = 8, tokens: int = 128, width: int = 256,
+                     heads: int = 4) -> JitCase:
+    """One post-norm transformer block (MLP hidden width 4 x width) in float32."""
+    hidden = 4 * width
+    shapes = {"wq": (width, width), "wk": (width, width), "wv": (width, width),
+              "wo": (width, width), "w1": (width, hidden), "b1": (hidden,),
+              "w2": (hidden, width), "b2": (width,), "g1": (width,), "c1": (width,),
+              "g2": (width,), "c2": (width,)}
+
+    def build(dtype: np.dtype) -> Case:
+        x = random_array((batch, tokens, width), dtype, 0)
+        weights = [_weight(name, shapes[name], seed) for seed, name in enumerate(WEIGHTS, 1)]
+        matmul_flops = 2 * batch * tokens * (4 * width * width + 2 * width * hidden)
+        attention_flops = 4 * batch * tokens * tokens * width
+        return Case([x, *[w.astype(dtype) for w in weights]],
+                    flops=matmul_flops + attention_flops, items=batch * tokens)
+
+    def make(device, dtype, compile):
+        return compile(functools.partial(block_hal, heads=heads))
+
+    def peer(name, dtype):
+        p = compiling_peer(name)
+        if name == "torch":
+            fn = p.compile(functools.partial(block_torch, heads=heads))
+        elif name == "jax":
+            import jax.numpy as jnp
+
+            fn = p.compile(functools.partial(block_numpy, jnp, heads=heads))
+        else:
+            fn = functools.partial(block_numpy, np, heads=heads)
+        return lambda *arrays: p.numpy(fn(*[p.asarray(a) for a in arrays]))
+
+    params = {"batch": batch, "tokens": tokens, "width": width, "heads": heads}
+    return JitCase("transformer_block", params, ("float32",), build,
+                   functools.partial(block_numpy, np, heads=heads), make, peer,
+                   tolerance_scale=10.0)
+
+
+# -- FFT pipeline -------------------------------------------------------------------------------
+def fft_pipeline(fft, x, h):
+    """|ifft(fft(x) * h)| along the last axis, with an fft namespace (hal.fft, numpy.fft, ...)."""
+    return abs(fft.ifft(fft.fft(x) * h))
+
+
+def fft_case(batch: int = 64, n: int = 1024) -> JitCase:
+    """The pipeline over `batch` complex `n`-point signals and one complex filter."""
+
+    def build(dtype: np.dtype) -> Case:
+        flops = 2 * 5.0 * n * math.log2(n) * batch
+        return Case([random_array((batch, n), dtype, 0), random_array((n,), dtype, 1)],
+                    flops=flops, items=batch)
+
+    def make(device, dtype, compile):
+        return compile(functools.partial(fft_pipeline, hal.fft))
+
+    def peer(name, dtype):
+        p = compiling_peer(name)
+        fn = p.compile(functools.partial(fft_pipeline, p.fft))
+        return lambda x, h: p.numpy(fn(p.asarray(x), p.asarray(h)))
+
+    return JitCase("fft_pipeline", {"batch": batch, "N": n}, ("complex64", "complex128"),
+                   build, functools.partial(fft_pipeline, np.fft), make, peer,
+                   tolerance_scale=10.0)
+
+
+def cases() -> list[JitCase]:
+    """Every case at the suite's sizes."""
+    return [kdv_case(), ns_case(), taylor_case(10), taylor_case(16), transformer_case(),
+            fft_case()]
+
+
+def workloads() -> list[Workload]:
+    """Each case eager and jitted on the device, then in each peer on the host."""
+    return [w for case in cases() for w in case.workloads()]
