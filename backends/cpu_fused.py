@@ -20,8 +20,11 @@ cache). numba is imported only when a group of two or more nodes is compiled.
 
 A reduce group is its prologue ufunc writing a temporary, then numpy's `ufunc.reduce`:
 the pairwise summation of the op's reference, no per-shape loop nest to generate, and
-within ~7% of one numba loop (sum(exp(a*b)) over 1e6: 10.0 against 9.3 ms). A group of
-one elementwise node calls numpy's ufunc for the op: nothing to compile.
+within ~7% of one numba loop (sum(exp(a*b)) over 1e6: 10.0 against 9.3 ms). Its epilogue
+(the nodes after the reduction) is a second ufunc over the reduction's result (reduced
+into `out=` itself when the dtypes agree) and the inputs the epilogue reads, writing
+`out=`. A group of one elementwise node calls numpy's ufunc for the op: nothing to
+compile.
 
 Semantics are the ops' references: NaN-propagating maximum/minimum, floor division and
 remainder as numpy computes them (integer division by zero gives 0, float signs as
@@ -31,7 +34,8 @@ vectorised float compares signal on NaN, so a NaN reaching a comparison can rais
 "invalid value" RuntimeWarning where numpy's own loops are silent; values are unaffected.
 Declined (None): float16 and bfloat16 anywhere, an integer power whose exponent is not a
 constant >= 0 (numpy refuses negative ones, which only the node-by-node path reports),
-options (None refs), and numba's absence.
+options (None refs), a second reduction, an epilogue reading the prologue, and numba's
+absence.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -69,14 +74,23 @@ def compile_body(body: Graph) -> Callable | None:
 def _compile(body: Graph) -> Callable | None:
     if not _supported(body):
         return None
-    last = body.nodes[-1]
-    if last.op in REDUCTIONS:
-        return _reducing(body, last)
-    return _elementwise(body, body.outputs[0], last)
+    r = _reduction_index(body)
+    if r is None:
+        return _elementwise(body, body.outputs[0], body.nodes[-1])
+    reduced = _reducing(body, body.nodes[r])
+    if reduced is None or r == len(body.nodes) - 1:
+        return reduced
+    return _with_epilogue(body, r, reduced)
+
+
+def _reduction_index(body: Graph) -> int | None:
+    """The index of the body's (first) reduction node, or None."""
+    return next((k for k, n in enumerate(body.nodes) if n.op in REDUCTIONS), None)
 
 
 def _supported(body: Graph) -> bool:
-    """True when every node, dtype and operand of the group can be compiled here."""
+    """True when every node, dtype and operand of the group can be compiled here: at most
+    one reduction, and an epilogue after it that reads no node before it."""
     if not body.nodes or not 0 < len(body.inputs) <= _MAX_OPERANDS:
         return False
     if list(body.outputs) != [("node", len(body.nodes) - 1)]:
@@ -84,11 +98,13 @@ def _supported(body: Graph) -> bool:
     typed = [d for _, d in body.inputs] + [n.dtype for n in body.nodes]
     if any(d in (dt.float16, dt.bfloat16) for d in typed + [c.dtype for c in body.constants]):
         return False
-    *prologue, last = body.nodes
-    if last.op not in REDUCTIONS:
-        prologue.append(last)
-    for node in prologue:
-        if node.op not in _OPS or any(r is None for r in node.inputs):
+    r = _reduction_index(body)
+    elementwise = [n for k, n in enumerate(body.nodes) if k != r]
+    if r is not None and any(ref is not None and ref[0] == "node" and ref[1] < r
+                             for n in body.nodes[r + 1:] for ref in n.inputs):
+        return False  # the epilogue sees the reduction's result, not the prologue's values
+    for node in elementwise:
+        if node.op not in _OPS or any(ref is None for ref in node.inputs):
             return False
         if node.op == "power" and dt.is_integer(node.dtype) and not _safe_exponent(body, node):
             return False  # numpy refuses negative integer exponents: node by node says so
@@ -166,6 +182,33 @@ def _reducing(body: Graph, reduction: Node) -> Callable | None:
         def fused(*arrays, out):
             temporary = prologue(*arrays, out=np.empty(values.shape, values.dtype))
             return reduce(temporary, out=out, **options)
+
+    fused.takes_out = True
+    return fused
+
+
+def _with_epilogue(body: Graph, r: int, reduced: Callable) -> Callable | None:
+    """The reduction into `out` (a temporary where its shape or dtype differs), then the
+    epilogue's ufunc of it into `out`, in place (no input of the group is `out`)."""
+    reduction, last = body.nodes[r], body.nodes[-1]
+    reads = sorted({i for n in body.nodes[r + 1:] for kind, i in n.inputs if kind == "input"})
+    place = {("node", r): ("input", 0)}
+    place.update({("input", i): ("input", 1 + k) for k, i in enumerate(reads)})
+    place.update({("node", k): ("node", k - r - 1) for k in range(r + 1, len(body.nodes))})
+    nodes = [replace(n, inputs=tuple(place.get(ref, ref) for ref in n.inputs))
+             for n in body.nodes[r + 1:]]
+    tail = Graph([(reduction.shape, reduction.dtype), *(body.inputs[i] for i in reads)],
+                 nodes, body.constants, [("node", len(nodes) - 1)])
+    epilogue = _elementwise(tail, tail.outputs[0], nodes[-1])
+    if epilogue is None:
+        return None
+
+    in_place = (reduction.shape, reduction.dtype) == (last.shape, last.dtype)
+
+    def fused(*arrays, out):
+        value = reduced(*arrays, out=out if in_place else np.empty(reduction.shape,
+                                                                   reduction.dtype))
+        return epilogue(value, *[arrays[i] for i in reads], out=out)
 
     fused.takes_out = True
     return fused

@@ -1,10 +1,10 @@
 """What the OpenCL and CUDA backends' generated kernels for fused groups share.
 
 `layout(body)` reads a fused group's body as a kernel sees it (the shape its work-items
-cover, the output node, the reduced axes) or declines it; `offsets` writes the broadcast
-index arithmetic specialised to the body's shapes. The arithmetic is a list of
-assignments (name, expression) over non-negative integers with + * / %: valid C and
-OpenCL C, and Python once / is read as //.
+cover, the reduction and its axes, the epilogue after it) or declines it; `offsets`
+writes the broadcast index arithmetic specialised to the body's shapes. The arithmetic
+is a list of assignments (name, expression) over non-negative integers with + * / %:
+valid C and OpenCL C, and Python once / is read as //.
 """
 
 from __future__ import annotations
@@ -22,48 +22,73 @@ from hal.graph import ELEMENTWISE, REDUCTIONS, Graph, Node
 class Layout:
     """A fused body as one kernel computes it.
 
-    Every body value is computed at positions of `shape` (the output's shape, or the
-    reduction's input shape for a reduce body): operands and smaller nodes broadcast to
-    it. `reduction` is the final reduce node or None; `kept` and `reduced` split the axes
-    of `shape` (all kept for an elementwise body).
+    Every value up to the reduction is computed at positions of `shape` (the output's
+    shape, or the reduction's input shape for a reduce body): operands and smaller nodes
+    broadcast to it. `reduction` is the reduce node or None; `kept` and `reduced` split
+    the axes of `shape` (all kept for an elementwise body). `epilogue` are the indices of
+    the nodes after the reduction, computed once per output element at the reduction's
+    result shape from its value, each other and inputs broadcasting to that shape.
+    `loaded` and `epilogue_loaded` are the inputs read at positions of `shape` and of the
+    result.
     """
 
     shape: tuple
     reduction: Node | None
     kept: tuple[int, ...]
     reduced: tuple[int, ...]
+    epilogue: tuple[int, ...]
+    loaded: tuple[int, ...]
+    epilogue_loaded: tuple[int, ...]
 
 
 def layout(body: Graph) -> Layout | None:
     """The layout of a fused body, or None for a body these kernels do not take: one node
-    output that is the last node, elementwise nodes, at most a final sum/max/min, 0-d
-    constants, shapes that broadcast to the computed shape, and integer powers only by a
-    non-negative constant (the op refuses negative ones: a kernel could not say so)."""
+    output that is the last node, elementwise nodes and at most one sum/max/min (an
+    epilogue after it reading no node before it and of the reduction's result shape), 0-d
+    constants, shapes that broadcast to where they are computed, and integer powers only by
+    a non-negative constant (the op refuses negative ones: a kernel could not say so)."""
     nodes = body.nodes
     if not nodes or body.outputs != [("node", len(nodes) - 1)]:
         return None
     if any(c.shape != () for c in body.constants):
         return None
-    *chain, last = nodes
-    if any(n.op not in ELEMENTWISE for n in chain) or last.op not in ELEMENTWISE | REDUCTIONS:
+    at = [k for k, n in enumerate(nodes) if n.op in REDUCTIONS]
+    if len(at) > 1 or any(n.op not in ELEMENTWISE | REDUCTIONS for n in nodes):
         return None
     if any(ref is None for n in nodes for ref in n.inputs):
         return None
     if any(n.op == "power" and dt.is_integer(n.dtype) and not _nonnegative_constant(body, n)
            for n in nodes):
         return None
-    if last.op in REDUCTIONS:
-        shape = body.meta(last.inputs[0])[0]
-        reduced = shapes.axes(last.op, last.params.get("axis"), len(shape))
-        kept = tuple(a for a in range(len(shape)) if a not in reduced)
-        values = [*body.inputs, *((n.shape, n.dtype) for n in chain)]
-        found = Layout(tuple(shape), last, kept, reduced)
-    else:
-        values = [*body.inputs, *((n.shape, n.dtype) for n in nodes)]
-        found = Layout(tuple(last.shape), None, tuple(range(len(last.shape))), ())
-    if not all(_broadcasts(s, found.shape) for s, _ in values):
+    if not at:
+        shape = tuple(nodes[-1].shape)
+        every = tuple(range(len(body.inputs)))
+        found = Layout(shape, None, tuple(range(len(shape))), (), (), every, ())
+        return found if _computable(body, nodes, found.loaded, shape) else None
+    r = at[0]
+    last, epilogue = nodes[r], nodes[r + 1:]
+    shape = tuple(body.meta(last.inputs[0])[0])
+    reduced = shapes.axes(last.op, last.params.get("axis"), len(shape))
+    kept = tuple(a for a in range(len(shape)) if a not in reduced)
+    found = Layout(shape, last, kept, reduced, tuple(range(r + 1, len(nodes))),
+                   _reads(nodes[:r + 1]), _reads(epilogue))
+    if not _computable(body, nodes[:r], found.loaded, shape):
         return None
-    return found
+    if epilogue and (nodes[-1].shape != last.shape or any(
+            ref[0] == "node" and ref[1] < r for n in epilogue for ref in n.inputs)):
+        return None
+    return found if _computable(body, epilogue, found.epilogue_loaded, last.shape) else None
+
+
+def _reads(nodes) -> tuple[int, ...]:
+    """The inputs the nodes read, in order."""
+    return tuple(sorted({ref[1] for n in nodes for ref in n.inputs if ref[0] == "input"}))
+
+
+def _computable(body: Graph, nodes, inputs, shape) -> bool:
+    """True when the nodes and the inputs all broadcast to `shape`."""
+    return all(_broadcasts(s, shape) for s in [*(n.shape for n in nodes),
+                                               *(body.inputs[k][0] for k in inputs)])
 
 
 def _nonnegative_constant(body: Graph, node: Node) -> bool:
@@ -133,10 +158,11 @@ def offsets(index: str, dims, strides, prefix: str) -> tuple[list[tuple[str, str
 
 
 def input_offsets(found: Layout, inputs) -> tuple[list, list, list[str]]:
-    """The offsets of the body's inputs (their (shape, dtype) list) as (assignments once
-    per work-item, assignments per reduced element, offset expressions): at flat position
-    `i` of the shape for an elementwise body (no per-element assignments); at kept
-    position `o` plus reduced position `r` for a reduce body (prefixes k and r)."""
+    """The offsets of inputs (their (shape, dtype) list) read at positions of the layout's
+    shape, as (assignments once per work-item, assignments per reduced element, offset
+    expressions): at flat position `i` of the shape for an elementwise body (no
+    per-element assignments); at kept position `o` plus reduced position `r` for a reduce
+    body (prefixes k and r)."""
     full = [broadcast_strides(s, found.shape) for s, _ in inputs]
     if found.reduction is None:
         lines, exprs = offsets("i", found.shape, full, "")
@@ -147,6 +173,14 @@ def input_offsets(found: Layout, inputs) -> tuple[list, list, list[str]]:
                              [[s[a] for a in found.reduced] for s in full], "r")
     both = [k if r == "0" else r if k == "0" else f"{k} + {r}" for k, r in zip(kept, red)]
     return kept_lines, red_lines, both
+
+
+def epilogue_offsets(found: Layout, inputs) -> tuple[list, list[str]]:
+    """The offsets of inputs (their (shape, dtype) list) that an epilogue reads at output
+    position `o` of the reduction's result, as (assignments, offset expressions; prefix
+    e). The kept axes of `shape` and the result's axes number the outputs alike."""
+    result = tuple(found.reduction.shape)
+    return offsets("o", result, [broadcast_strides(s, result) for s, _ in inputs], "e")
 
 
 def operand(body: Graph, ref, literal) -> str:

@@ -160,8 +160,9 @@ def _supported(body: Graph) -> bool:
 
 
 def source(body: Graph) -> KernelSource | None:
-    """The kernel of an elementwise fused body, or None to decline it (a reduce body, a
-    dtype without a CUDA type here, or what `fusion.layout` declines)."""
+    """The kernel of an elementwise fused body, or None to decline it (a reduce body, with
+    an epilogue or without, a dtype without a CUDA type here, or what `fusion.layout`
+    declines)."""
     found = fusion.layout(body)
     if found is None or found.reduction is not None or not _supported(body):
         return None

@@ -6,9 +6,11 @@ read at its broadcast offset (index arithmetic specialised to the body's shapes:
 C expressions the node-by-node kernels use (elementwise.py, complex_math.py: the same
 NaN, integer-division and complex semantics), 0-d constants are literals, float16 values
 are rounded to half after each op as the node-by-node kernels store them. A reduce body
-(an elementwise prologue feeding one sum/max/min) becomes reduce.py's kernel with the
-prologue computed where it loads an element: one work-item per output (or per chunk of
-one, then reduce.py's kernel over the partials), or a work-group per output.
+(an elementwise prologue feeding one sum/max/min, maybe an elementwise epilogue after it)
+becomes reduce.py's kernel with the prologue computed where it loads an element and the
+epilogue applied to each output before it is stored: one work-item per output, a
+work-group per output, or two stages (one work-item per chunk of an output writes
+partials, then a kernel of the same kind reduces the partials and applies the epilogue).
 
 A program is built once per body (PoCL caches its binary on disk) and the returned
 callable only sets arguments and enqueues.
@@ -18,12 +20,13 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 import numpy as np
 
 from hal import dtypes as dt
 from hal import ops
-from hal.graph import Graph
+from hal.graph import REDUCTIONS, Graph, Node
 
 from .. import fusion
 from . import cltypes, complex_math, elementwise, reduce
@@ -105,11 +108,13 @@ def _template(body: Graph, node) -> str:
     return elementwise.binary_expr(node.op, d)
 
 
-def _helpers(body: Graph) -> str:
-    """The helper functions the body's expressions call, each once."""
-    found: dict[str, None] = {}  # ordered set
+def _helpers(body: Graph, more=()) -> str:
+    """The helper functions the body's expressions call (and `more`), each once."""
+    found = dict.fromkeys(more)  # ordered set
     for node in body.nodes:
         d = body.meta(node.inputs[0])[1]
+        if node.op in REDUCTIONS:
+            continue
         if dt.is_complex(d) and (node.op in complex_math.UNARY or node.op in complex_math.BINARY):
             found[complex_math.helpers(d)] = None
         elif node.op == "power" and dt.is_integer(d):
@@ -149,37 +154,45 @@ def _signature(body: Graph, out_dtype: np.dtype) -> tuple[str, list[str]]:
     return ", ".join(params), moves
 
 
-def _loads(body: Graph, exprs: list[str]) -> list[str]:
-    return [f"const {cltypes.compute(d)} x{k} = {cltypes.load(d, f'p{k}', e)};"
-            for k, ((_, d), e) in enumerate(zip(body.inputs, exprs))]
+def _loads(body: Graph, inputs, exprs: list[str]) -> list[str]:
+    """`const T xK = ...;` for inputs K at their offset expressions."""
+    lines = []
+    for k, e in zip(inputs, exprs):
+        d = body.inputs[k][1]
+        lines.append(f"const {cltypes.compute(d)} x{k} = {cltypes.load(d, f'p{k}', e)};")
+    return lines
 
 
-def _program(body: Graph, params: str, lines: list[str], extra=(), attribute: str = "") -> str:
+def _program(body: Graph, params: str, lines: list[str], extra=(), attribute: str = "",
+             helpers=()) -> str:
     dtypes = {d for _, d in body.inputs} | {n.dtype for n in body.nodes} | set(extra)
-    return (cltypes.preamble(dtypes) + _helpers(body) + f"__kernel {attribute}void fused("
-            + params + ")\n{\n  " + "\n  ".join(lines) + "\n}\n")
+    return (cltypes.preamble(dtypes) + _helpers(body, helpers) + f"__kernel {attribute}void "
+            "fused(" + params + ")\n{\n  " + "\n  ".join(lines) + "\n}\n")
 
 
 def elementwise_source(body: Graph, found: fusion.Layout) -> str:
     """The OpenCL C of an elementwise body: work-item i computes output element i."""
     params, lines = _signature(body, body.nodes[-1].dtype)
-    index_lines, _, exprs = fusion.input_offsets(found, body.inputs)
+    index_lines, _, exprs = fusion.input_offsets(found, [body.inputs[k] for k in found.loaded])
     lines += ["const long i = get_global_id(0);"]
     lines += [f"const long {name} = {e};" for name, e in index_lines]
-    lines += _loads(body, exprs) + _node_lines(body, enumerate(body.nodes))
+    lines += _loads(body, found.loaded, exprs) + _node_lines(body, enumerate(body.nodes))
     lines.append(cltypes.store(body.nodes[-1].dtype, "out", "i", f"v{len(body.nodes) - 1}"))
     return _program(body, params, lines)
 
 
 def reduce_source(body: Graph, found: fusion.Layout, alg, group: int, parts: int) -> str:
-    """The OpenCL C of a reduce body, reduce.py's kernel with the prologue inlined: with
-    group 1, work-item g reduces chunk g % parts of output g / parts; else work-group o
-    reduces output o through a local-memory tree."""
+    """The OpenCL C of a reduce body, reduce.py's kernel with the prologue inlined and the
+    epilogue applied to each output: with group 1, work-item g reduces chunk g % parts of
+    output g / parts (a body with an epilogue takes parts 1); else work-group o reduces
+    output o through a local-memory tree."""
     size = math.prod(found.shape[a] for a in found.reduced)
     chunk = -(-size // parts)
     acc_t = alg.ctype
-    params, lines = _signature(body, alg.out)
-    outer, inner, exprs = fusion.input_offsets(found, body.inputs)
+    r = _reduction_index(body, found)
+    out_dtype = body.nodes[-1].dtype if found.epilogue else alg.out
+    params, lines = _signature(body, out_dtype)
+    outer, inner, exprs = fusion.input_offsets(found, [body.inputs[k] for k in found.loaded])
 
     def combine(a, b):
         return alg.combine.replace("A", a).replace("B", b)
@@ -195,8 +208,8 @@ def reduce_source(body: Graph, found: fusion.Layout, alg, group: int, parts: int
         start, step, stop = "lid", str(group), f"{size}L"
     lines += [f"const long {name} = {e};" for name, e in outer]
     value = fusion.operand(body, found.reduction.inputs[0], literal)
-    loop = [f"const long {name} = {e};" for name, e in inner] + _loads(body, exprs)
-    loop += _node_lines(body, enumerate(body.nodes[:-1]))
+    loop = [f"const long {name} = {e};" for name, e in inner] + _loads(body, found.loaded, exprs)
+    loop += _node_lines(body, enumerate(body.nodes[:r]))
     loop.append(f"acc = {combine('acc', alg.map.replace('V', value))};")
     lines += [f"{acc_t} acc = {alg.identity};",
               f"for (long r = {start}; r < {stop}; r += {step}) {{",
@@ -206,10 +219,36 @@ def reduce_source(body: Graph, found: fusion.Layout, alg, group: int, parts: int
                   f"for (int s = {group // 2}; s > 0; s >>= 1) {{",
                   f"  if (lid < s) part[lid] = {combine('part[lid]', 'part[lid + s]')};",
                   "  barrier(CLK_LOCAL_MEM_FENCE);", "}", "acc = part[0];"]
-    write = cltypes.store(alg.out, "out", "g" if group == 1 else "o", alg.final("acc"))
-    lines.append(write if group == 1 else f"if (lid == 0) {{ {write} }}")
+    finish, result, helpers = _epilogue_lines(body, found, alg) if found.epilogue else (
+        [], alg.final("acc"), ())
+    finish.append(cltypes.store(out_dtype, "out", "g" if group == 1 else "o", result))
+    lines += finish if group == 1 else ["if (lid == 0) {", *("  " + s for s in finish), "}"]
     attribute = f"__attribute__((reqd_work_group_size({group}, 1, 1))) " if group > 1 else ""
-    return _program(body, params, lines, (alg.acc, alg.out), attribute)
+    return _program(body, params, lines, (alg.acc, alg.out), attribute, helpers)
+
+
+def _reduction_index(body: Graph, found: fusion.Layout) -> int:
+    return found.epilogue[0] - 1 if found.epilogue else len(body.nodes) - 1
+
+
+def _epilogue_lines(body: Graph, found: fusion.Layout, alg) -> tuple[list[str], str, tuple]:
+    """The lines computing the epilogue of output `o` from the accumulator `acc`: the
+    reduction's value (rounded to its dtype), the epilogue's inputs at the output, its
+    nodes. Returns (lines, the output's value, the helper functions they call)."""
+    red = found.reduction
+    t, value, helpers = cltypes.compute(red.dtype), alg.final("acc"), ()
+    if red.dtype == dt.float16:
+        helpers = (_HALF_FROM_DOUBLE if alg.double else _HALF,)
+        value = f"hal_half{'_d' if alg.double else ''}({value})"
+    elif not dt.is_complex(red.dtype):
+        value = f"({t})({value})"
+    lines = [f"const {t} v{_reduction_index(body, found)} = {value};"]
+    inputs = found.epilogue_loaded
+    assignments, exprs = fusion.epilogue_offsets(found, [body.inputs[k] for k in inputs])
+    lines += [f"const long {name} = {e};" for name, e in assignments]
+    lines += _loads(body, inputs, exprs)
+    lines += _node_lines(body, ((k, body.nodes[k]) for k in found.epilogue))
+    return lines, f"v{len(body.nodes) - 1}", helpers
 
 
 # -- building and launching ------------------------------------------------------------------
@@ -259,20 +298,21 @@ class FusedKernel:
 
 
 class TwoStageReduce:
-    """A reduce body with few outputs over many elements: the fused kernel reduces
-    contiguous chunks to partials (one work-item each), reduce.py's kernel the partials."""
+    """A reduce body with few outputs over many elements: the first kernel reduces
+    contiguous chunks to partials in the accumulator type (one work-item each), the second
+    reduces the partials and applies the epilogue. `fn(*arrays, out=out)` writes out and
+    returns it."""
 
-    def __init__(self, device, stage, partial_shape, partial_dtype, last, out_shape):
-        self.device, self.stage, self.last = device, stage, last
-        self.partial_shape, self.partial_dtype, self.out_shape = (
-            partial_shape, partial_dtype, out_shape)
+    takes_out = True
 
-    def __call__(self, *arrays):
+    def __init__(self, device, first, second, partial_shape, partial_dtype):
+        self.device, self.first, self.second = device, first, second
+        self.partial_shape, self.partial_dtype = partial_shape, partial_dtype
+
+    def __call__(self, *arrays, out):
         partial = self.device.empty(self.partial_shape, self.partial_dtype)
-        self.stage(*arrays, out=partial)
-        kind = self.last.op
-        out = reduce.reduce(self.device, kind, partial, kind, 1, False, self.last.dtype)
-        return out.reshape(self.out_shape)
+        self.first(*arrays, out=partial)
+        return self.second(partial, *arrays, out=out)
 
 
 def _reduce_kernel(device, body: Graph, found: fusion.Layout):
@@ -283,11 +323,7 @@ def _reduce_kernel(device, body: Graph, found: fusion.Layout):
     n_out = math.prod(found.shape[a] for a in found.kept)
     acc = reduce._acc_type(device, kind, d)
     if n_out < 64 and size >= 1 << 15:  # reduce.py's two-stage rule
-        parts = min(256, size // 4096)
-        source = reduce_source(body, found, reduce._Algebra(kind, d, acc, acc), 1, parts)
-        stage = FusedKernel(device, _kernel(device, source, len(body.inputs)),
-                            _items(device, n_out * parts))
-        return TwoStageReduce(device, stage, (n_out, parts), acc, last, last.shape)
+        return _two_stages(device, body, found, acc, min(256, size // 4096))
     many = n_out >= (16 * device.cl_device.max_compute_units if device.is_cpu else 1024)
     group = 1 if size <= 64 or many else device.group_size()
     source = reduce_source(body, found, reduce._Algebra(kind, d, acc, last.dtype), group, 1)
@@ -295,3 +331,37 @@ def _reduce_kernel(device, body: Graph, found: fusion.Layout):
     if group == 1:
         return FusedKernel(device, kernel, _items(device, n_out))
     return FusedKernel(device, kernel, [((n_out * group,), (group,), None)] if n_out else [])
+
+
+def _two_stages(device, body: Graph, found: fusion.Layout, acc: np.dtype, parts: int):
+    """The body reduced in two stages: its prologue and reduction over `parts` chunks of
+    each output into partials, then `_partials_body` (the partials reduced, the epilogue)."""
+    last, r = found.reduction, _reduction_index(body, found)
+    n_out = math.prod(last.shape)
+    head = Graph(body.inputs, body.nodes[:r + 1], body.constants, [("node", r)])
+    alg = reduce._Algebra(last.op, body.meta(last.inputs[0])[1], acc, acc)
+    source = reduce_source(head, fusion.layout(head), alg, 1, parts)
+    first = FusedKernel(device, _kernel(device, source, len(body.inputs)),
+                        _items(device, n_out * parts))
+    tail = _partials_body(body, r, parts, acc)
+    second = _reduce_kernel(device, tail, fusion.layout(tail))
+    return TwoStageReduce(device, first, second, (n_out, parts), acc)
+
+
+def _partials_body(body: Graph, r: int, parts: int, acc: np.dtype) -> Graph:
+    """A two-stage reduction's second stage as a reduce body: input 0 the partials (the
+    result's shape and an axis of `parts`) reduced over their last axis, the body's
+    inputs after it, then the body's epilogue (refs renumbered)."""
+    last = body.nodes[r]
+
+    def moved(ref):
+        kind, i = ref
+        return ("input", i + 1) if kind == "input" else ("node", i - r) if kind == "node" \
+            else ref
+
+    nodes = [Node(last.op, (("input", 0),), {"axis": (len(last.shape),), "keepdims": False},
+                  last.shape, last.dtype)]
+    nodes += [replace(n, inputs=tuple(moved(ref) for ref in n.inputs))
+              for n in body.nodes[r + 1:]]
+    return Graph([((*last.shape, parts), acc), *body.inputs], nodes, body.constants,
+                 [("node", len(nodes) - 1)])

@@ -5,12 +5,15 @@ its own kernel computes (elementwise.py, rounding to the node's dtype as it does
 inputs read under numpy broadcasting, 0-d constants as literals, each node bound by a Let
 so that it is computed once. A reduce body's elementwise prologue becomes one stage that
 reduce.py's reduction reads; the default schedule inlines it into the reduction's loop.
+Its epilogue (the nodes after the reduction) is one more stage over the reduction's
+result, computed after the reduction (a vectorised loop of its own) in the same kernel.
 Kernels compile through the device's Compiler: cached in memory and as shared libraries
 on disk under the body's key, this backend's source and the target.
 
 Declined (None: the group runs node by node): dtypes the device lacks (complex), ops
-without an element expression, (op, dtype) pairs without a kernel (integer power), and
-bodies whose operand dtypes are not already promoted.
+without an element expression, (op, dtype) pairs without a kernel (integer power),
+bodies whose operand dtypes are not already promoted, a second reduction, and an
+epilogue that reads the prologue.
 """
 
 from __future__ import annotations
@@ -71,8 +74,8 @@ def compile_fused(graph: Graph, device) -> Callable | None:
 
 def fusable(graph: Graph, device) -> bool:
     """True if every value's dtype lives on the device, every node has an expression and a
-    kernel for its dtype, operand dtypes are promoted, and the body's one output is its
-    last node (a reduction only there)."""
+    kernel for its dtype, operand dtypes are promoted, the body's one output is its last
+    node, and a reduction is its only one, its epilogue reading no node before it."""
     last = len(graph.nodes) - 1
     if graph.outputs != [("node", last)] or any(c.shape != () for c in graph.constants):
         return False
@@ -80,10 +83,13 @@ def fusable(graph: Graph, device) -> bool:
               *((c.shape, c.dtype) for c in graph.constants)]
     if not all(device.supports_dtype(d) for _, d in values):
         return False
+    at = reduction_index(graph)
     for k, node in enumerate(graph.nodes):
-        if not (node.op in ELEMENTWISE or (node.op in REDUCTIONS and k == last)):
+        if not (node.op in ELEMENTWISE or k == at):
             return False
         if any(r is None or (r[0] == "node" and r[1] >= k) for r in node.inputs):
+            return False
+        if at is not None and k > at and any(r[0] == "node" and r[1] < at for r in node.inputs):
             return False
         operands = [graph.meta(r)[1] for r in node.inputs]
         if device.kernel(node.op, operands[ops.spec(node.op).key]) is None:
@@ -105,27 +111,40 @@ def _promoted(node: Node, operands: list) -> bool:
     return node.op in REDUCTIONS or operands[0] == node.dtype
 
 
+def reduction_index(graph: Graph) -> int | None:
+    """The index of the body's (first) reduction node, or None."""
+    return next((k for k, n in enumerate(graph.nodes) if n.op in REDUCTIONS), None)
+
+
 def build(*holders: te.Tensor, body: Body) -> te.Tensor:
     """The TE of a body over placeholders for its inputs."""
     graph = body.graph
-    *prologue, last = graph.nodes
-    if last.op not in REDUCTIONS:
-        return te.compute(last.shape, lambda *i: element(graph, ("node", len(prologue)),
-                                                         holders, i, last.shape), name="out")
-    (ref,) = last.inputs
+    last, at = graph.nodes[-1], reduction_index(graph)
+    out = ("node", len(graph.nodes) - 1)
+    if at is None:
+        return te.compute(last.shape, lambda *i: element(graph, out, holders, i, last.shape),
+                          name="out")
+    red = graph.nodes[at]
+    (ref,) = red.inputs
     shape = graph.meta(ref)[0]
     x = te.compute(shape, lambda *i: element(graph, ref, holders, i, shape), name="prologue")
-    axes = shapes.axes(last.op, last.params.get("axis"), len(shape))
-    return reduce.reduction(x, op=last.op, axes=tuple(sorted(axes)),
-                            keepdims=last.params.get("keepdims", False), out=last.dtype.name)
+    axes = shapes.axes(red.op, red.params.get("axis"), len(shape))
+    total = reduce.reduction(x, op=red.op, axes=tuple(sorted(axes)),
+                             keepdims=red.params.get("keepdims", False), out=red.dtype.name)
+    if at == len(graph.nodes) - 1:
+        return total
+    return te.compute(last.shape, lambda *i: element(graph, out, holders, i, last.shape,
+                                                     (at, total)), name="epilogue")
 
 
-def element(graph: Graph, ref, holders, index: tuple, shape: tuple):
+def element(graph: Graph, ref, holders, index: tuple, shape: tuple, reduced=None):
     """The expression of `ref`'s element at `index` of `shape` (the shape every value it
     reads broadcasts to): each node before it bound by a Let, so that an expression that
-    reads its operand twice (maximum, tanh) computes it once."""
+    reads its operand twice (maximum, tanh) computes it once. For an epilogue's node,
+    `reduced` is (the reduction's index, its result tensor): the nodes from there on."""
+    first, total = reduced if reduced is not None else (0, None)
     upto = ref[1] + 1 if ref[0] == "node" else 0
-    lets = []
+    lets = {}
 
     def value(r):
         kind, i = r
@@ -135,11 +154,13 @@ def element(graph: Graph, ref, holders, index: tuple, shape: tuple):
             return tirx.const(graph.constant_value(i).item(), graph.constants[i].dtype.name)
         return lets[i][0]
 
-    for k, node in enumerate(graph.nodes[:upto]):
-        expr = _node_value(node, [value(r) for r in node.inputs])
-        lets.append((tirx.Var(f"v{k}", node.dtype.name), expr))
+    for k in range(first, upto):
+        node = graph.nodes[k]
+        expr = tu.at(total, index, shape) if k == first and total is not None else \
+            _node_value(node, [value(r) for r in node.inputs])
+        lets[k] = (tirx.Var(f"v{k}", node.dtype.name), expr)
     result = value(ref)
-    for var, expr in reversed(lets):
+    for var, expr in reversed(lets.values()):
         result = tirx.Let(var, expr, result)
     return result
 

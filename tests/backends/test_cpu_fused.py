@@ -264,6 +264,65 @@ def test_reduce_group_of_one_node_and_of_an_input():
     np.testing.assert_array_equal(check(alone, [k]), [[np.sum(k, dtype=np.int64)]])
 
 
+@pytest.mark.parametrize("op, axis, keepdims, extra", [
+    ("sum", (1,), False, (3, 5)),     # an extra input of the result's shape
+    ("sum", (0, 2), True, (4, 1)),    # keepdims: the extra input broadcasts to (1, 4, 1)
+    ("max", None, False, ()),         # over all axes to 0-d, a 0-d extra input
+])
+def test_reduce_group_with_an_epilogue(op, axis, keepdims, extra):
+    a = rng.standard_normal((3, 4, 5))
+    b = rng.standard_normal((4, 1))
+    z = rng.standard_normal(extra)
+    if op == "max":
+        a[1, 2, 3] = np.nan  # it wins, and stays NaN through the epilogue
+    out = np.sum(a, axis=axis, keepdims=keepdims).shape
+    body = body_of([a, b, z], [
+        node("multiply", I(0), I(1), shape=a.shape, dtype="f8"),
+        node(op, V(0), shape=out, dtype="f8", axis=axis, keepdims=keepdims),
+        node("subtract", V(1), I(2), shape=out, dtype="f8"),
+        node("multiply", V(2), C(0), shape=out, dtype="f8"),
+        node("tanh", V(3), shape=out, dtype="f8"),
+    ], consts=[np.float64(0.25)])
+    got = check(body, [a, b, z])
+    assert np.isnan(got).any() == (op == "max")
+
+
+def test_reduce_group_of_an_input_with_a_one_node_epilogue():
+    a = rng.standard_normal((3, 4))
+    body = body_of([a], [node("sum", I(0), shape=(3,), dtype="f8", axis=(1,), keepdims=False),
+                         node("divide", V(0), C(0), shape=(3,), dtype="f8")],
+                   consts=[np.float64(4.0)])
+    np.testing.assert_allclose(check(body, [a]), a.mean(axis=1), rtol=1e-15)
+
+
+def test_integer_sum_with_a_floor_divide_epilogue():
+    k = rng.integers(-128, 128, (6, 9)).astype(np.int8)
+    q = np.array([0, -1, 2, -3, 4, 5, -6, 7, 8], np.int64)  # by zero: 0, as numpy
+    body = body_of([k, q], [
+        node("abs", I(0), shape=k.shape, dtype="i1"),
+        node("sum", V(0), shape=(9,), dtype="i8", axis=(0,), keepdims=False),
+        node("floor_divide", V(1), I(1), shape=(9,), dtype="i8"),
+        node("add", V(2), C(0), shape=(9,), dtype="i8"),
+    ], consts=[np.int64(-3)])
+    with np.errstate(divide="ignore"):
+        got = check(body, [k, q])
+        want = np.abs(k).sum(axis=0, dtype=np.int64) // q - 3
+    np.testing.assert_array_equal(got, want)
+
+
+def test_declines_an_epilogue_reading_the_prologue_and_a_second_reduction():
+    dev = hal.device("cpu")
+    a = rng.standard_normal((3, 4))
+    prologue = [node("exp", I(0), shape=a.shape, dtype="f8"),
+                node("sum", V(0), shape=(3,), dtype="f8", axis=(1,), keepdims=False)]
+    reads_prologue = body_of([a], [*prologue, node("add", V(1), V(0), shape=a.shape,
+                                                   dtype="f8")])
+    second = body_of([a], [*prologue, node("max", V(1), shape=(), dtype="f8", axis=None,
+                                           keepdims=False)])
+    for body in (reads_prologue, second):
+        assert dev.backend.compile_fused(body, dev) is None
+
+
 def test_one_node_body_is_numpys_ufunc_with_constants():
     a = rng.standard_normal((2, 3)).astype(np.float32)
     body = body_of([a], [node("subtract", C(0), I(0), shape=a.shape, dtype="f4")],

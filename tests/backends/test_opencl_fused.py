@@ -222,3 +222,100 @@ def test_reduce_integer_sum_to_int64(dev):
                   Node("sum", (("node", 0),), {"axis": (0,), "keepdims": False}, (50,),
                        dt.int64)], [], [("node", 1)])
     _run(dev, body, RNG.integers(-128, 128, (6, 50)).astype(i8))
+
+
+# -- reduce bodies with an epilogue --------------------------------------------------------
+def _on_cpu(body: Graph, host) -> np.ndarray:
+    """The body run op by op on the cpu device (numpy's references), its constants there."""
+    cpu = hal.device("cpu")
+    on = Graph(body.inputs, body.nodes, [hal.asarray(c.numpy(), device=cpu)
+                                         for c in body.constants], body.outputs)
+    return on.run(*[hal.asarray(h, device=cpu) for h in host])[0].numpy()
+
+
+def _epilogue_body(dev, shape, d, kind, axis, keepdims, extra, scale):
+    """x * y + 0.5 reduced, then float32(r) - z times `scale`, maximum with a constant,
+    tanh: y of the row's shape, z of `extra` (broadcasting to the result, maybe 0-d)."""
+    from hal import shapes
+
+    out = shapes.reduced(shape, shapes.axes(kind, axis, len(shape)), keepdims)
+    row = shape[-1:]
+    body = Graph(
+        [(shape, d), (row, d), (extra, f32)],
+        [Node("multiply", (("input", 0), ("input", 1)), {}, shape, d),
+         Node("add", (("node", 0), ("const", 0)), {}, shape, d),
+         Node(kind, (("node", 1),), {"axis": axis, "keepdims": keepdims}, out, d),
+         Node("astype", (("node", 2),), {"dtype": f32}, out, f32),  # shows r's rounding
+         Node("subtract", (("node", 3), ("input", 2)), {}, out, f32),
+         Node("multiply", (("node", 4), ("const", 1)), {}, out, f32),
+         Node("maximum", (("node", 5), ("const", 2)), {}, out, f32),
+         Node("tanh", (("node", 6),), {}, out, f32)],
+        [_const(dev, 0.5, d), _const(dev, scale, f32), _const(dev, -0.75, f32)],
+        [("node", 7)])
+    return body, [_reals(shape, d), _reals(row, d), _reals(extra, f32)]
+
+
+@pytest.mark.parametrize("shape, d, kind, axis, keepdims, extra, scale, split", [
+    ((300, 8), f32, "sum", (1,), False, (300,), 1 / 8, "FusedKernel"),      # item/output
+    ((3, 5, 700), f16, "sum", (0, 2), True, (5, 1), 1 / 2100, "FusedKernel"),  # group/output
+    ((40000,), f64, "max", None, False, (), 0.25, "TwoStageReduce"),        # two stages
+])
+def test_reduce_bodies_with_an_epilogue(dev, shape, d, kind, axis, keepdims, extra, scale,
+                                        split):
+    body, host = _epilogue_body(dev, shape, d, kind, axis, keepdims, extra, scale)
+    fn = dev.backend.compile_fused(body, dev)
+    assert type(fn).__name__ == split
+    tensors = [hal.asarray(h, device=dev) for h in host]
+    out = dev.empty(body.nodes[-1].shape, f32)
+    assert fn(*[t._data for t in tensors], out=out) is out
+    got, want = dev.download(out), _on_cpu(body, host)
+    assert got.shape == want.shape == body.nodes[-1].shape
+    rtol, atol = max(hal.ops.spec(n.op).tolerance_for(n.dtype) for n in body.nodes)
+    problem = mismatch(got, want, (rtol * 4, atol * 4))
+    assert not problem, problem
+    if d == f16:  # the reduction's value rounded to half before the epilogue, as stored
+        np.testing.assert_array_equal(got, body.run(*tensors)[0].numpy())
+
+
+def test_integer_sum_with_a_floor_divide_epilogue(dev):
+    body = Graph([((6, 50), i8), ((50,), dt.int64)],
+                 [Node("abs", (("input", 0),), {}, (6, 50), i8),
+                  Node("sum", (("node", 0),), {"axis": (0,), "keepdims": False}, (50,),
+                       dt.int64),
+                  Node("floor_divide", (("node", 1), ("input", 1)), {}, (50,), dt.int64),
+                  Node("add", (("node", 2), ("const", 0)), {}, (50,), dt.int64)],
+                 [_const(dev, -3, dt.int64)], [("node", 3)])
+    q = RNG.integers(-9, 10, 50).astype(dt.int64)
+    q[:2] = 0, -1  # numpy: by zero 0
+    host = [RNG.integers(-128, 128, (6, 50)).astype(i8), q]
+    fn = dev.backend.compile_fused(body, dev)
+    out = dev.empty((50,), dt.int64)
+    fn(*[hal.asarray(h, device=dev)._data for h in host], out=out)
+    with np.errstate(divide="ignore"):
+        want = _on_cpu(body, host)
+    np.testing.assert_array_equal(dev.download(out), want)
+
+
+def test_epilogue_layout_splits_the_inputs_and_declines_what_it_cannot_place(dev):
+    from backends import fusion
+
+    s, r = (4, 3), (4,)
+    red = Node("sum", (("node", 0),), {"axis": (1,), "keepdims": False}, r, f32)
+    body = Graph([(s, f32), (r, f32)],
+                 [Node("exp", (("input", 0),), {}, s, f32), red,
+                  Node("add", (("node", 1), ("input", 1)), {}, r, f32)], [], [("node", 2)])
+    found = fusion.layout(body)
+    assert (found.epilogue, found.loaded, found.epilogue_loaded) == ((2,), (0,), (1,))
+    reads_prologue = Graph(body.inputs, [*body.nodes[:2],
+                                         Node("add", (("node", 1), ("node", 0)), {}, s, f32)],
+                           [], [("node", 2)])
+    two_reductions = Graph(body.inputs, [*body.nodes[:2],
+                                         Node("max", (("node", 1),), {"axis": None,
+                                                                      "keepdims": False},
+                                              (), f32)], [], [("node", 2)])
+    wider = Graph([(s, f32), (s, f32)], [*body.nodes[:2],
+                                         Node("add", (("node", 1), ("input", 1)), {}, s, f32)],
+                  [], [("node", 2)])
+    for declined in (reads_prologue, two_reductions, wider):
+        assert fusion.layout(declined) is None
+        assert dev.backend.compile_fused(declined, dev) is None

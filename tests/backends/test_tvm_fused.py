@@ -128,7 +128,43 @@ def _sum_all(dev):
                   RNG.integers(-128, 128, (4, 1), dtype=np.int8), floats]
 
 
+def _sum_epilogue(dev):
+    """sum over axis 1 of x * y, then (r - z) * 0.5 and sqrt of its abs: z of the result's
+    shape, 0.5 a constant."""
+    s = (6, 40)
+    body = _body([(s, F32), ((40,), F32), ((6,), F32)],
+                 [("multiply", "i0 i1", s, F32),
+                  ("sum", "n0", (6,), F32, {"axis": (1,), "keepdims": False}),
+                  ("subtract", "n1 i2", (6,), F32), ("multiply", "n2 c0", (6,), F32),
+                  ("abs", "n3", (6,), F32), ("sqrt", "n4", (6,), F32)],
+                 [np.float32(0.5)], dev)
+    return body, [RNG.standard_normal(shape).astype(np.float32) for shape, _ in body.inputs]
+
+
+def _max_all_epilogue(dev):
+    """max over all axes to 0-d of tanh(x), then exp(m - s) with s a 0-d input."""
+    s = (5, 8)
+    body = _body([(s, F64), ((), F64)],
+                 [("tanh", "i0", s, F64),
+                  ("max", "n0", (), F64, {"axis": None, "keepdims": False}),
+                  ("subtract", "n1 i1", (), F64), ("exp", "n2", (), F64)], device=dev)
+    return body, [RNG.standard_normal(s), RNG.standard_normal(())]
+
+
+def _int_sum_keepdims_epilogue(dev):
+    """int8 sum over axis 1 (keepdims) into int64, floor-divided by q (zeros, -1) plus -3."""
+    s = (4, 9)
+    body = _body([(s, I8), ((4, 1), hal.int64)],
+                 [("abs", "i0", s, I8),
+                  ("sum", "n0", (4, 1), hal.int64, {"axis": (1,), "keepdims": True}),
+                  ("floor_divide", "n1 i1", (4, 1), hal.int64),
+                  ("add", "n2 c0", (4, 1), hal.int64)], [np.int64(-3)], dev)
+    return body, [RNG.integers(-128, 128, s, dtype=np.int8),
+                  np.array([[0], [-1], [7], [-5]], np.int64)]
+
+
 BODIES = [_chain_f32, _mixed_f64, _int_divmod, _half, _max_keepdims, _sum_all]
+EPILOGUES = [_sum_epilogue, _max_all_epilogue, _int_sum_keepdims_epilogue]  # one compile each
 
 
 def _reference(body: Graph, arrays, device) -> np.ndarray:
@@ -157,7 +193,7 @@ def _check(dev, body: Graph, arrays, reference: str = "cpu") -> None:
     np.testing.assert_allclose(got.tensor.numpy(), want, rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("make", BODIES, ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("make", BODIES + EPILOGUES, ids=lambda f: f.__name__.strip("_"))
 def test_fused_body_matches_the_body_run_op_by_op(dev, make):
     body, arrays = make(dev)
     _check(dev, body, arrays)
@@ -200,14 +236,19 @@ def _declined(dev) -> dict[str, Graph]:
         "op without an expression": _body([((3,), F32)], [("sigmoid", "i0", (3,), F32)]),
         "unpromoted operands": _body([((3,), F32), ((3,), F64)],
                                      [("add", "i0 i1", (3,), F64)]),
-        "reduction before the end": _body(
+        "two reductions": _body(
             [((3,), F32)], [("sum", "i0", (), F32, {"axis": None, "keepdims": False}),
-                            ("exp", "n0", (), F32)]),
+                            ("max", "n0", (), F32, {"axis": None, "keepdims": False})]),
+        "epilogue reading the prologue": _body(
+            [((3,), F32)], [("exp", "i0", (3,), F32),
+                            ("sum", "n0", (), F32, {"axis": None, "keepdims": False}),
+                            ("add", "n1 n0", (3,), F32)]),
     }
 
 
 @pytest.mark.parametrize("case", ["complex", "integer power", "op without an expression",
-                                  "unpromoted operands", "reduction before the end"])
+                                  "unpromoted operands", "two reductions",
+                                  "epilogue reading the prologue"])
 def test_unsupported_bodies_are_declined(dev, case):
     builds = dev.compiler.builds
     assert dev.backend.compile_fused(_declined(dev)[case], dev) is None

@@ -67,3 +67,19 @@ def test_jit_gives_eager_answers(device, case):
     if device.backend.name in ("cpu", "opencl", "tvm") and case == "chain":
         assert ("fused(multiply,add,tanh,negative,exp,multiply,subtract)", device.name,
                 "float32", "compiled") in where.records
+
+
+@pytest.mark.parametrize("name", ["cpu", "opencl", "tvm"])
+def test_reduction_and_its_epilogue_compile_as_one_group(name):
+    if name not in hal.available_backends():
+        pytest.skip(f"{name} is unavailable here: {hal.backend(name).why_unavailable()}")
+    x = hal.asarray(np.random.default_rng(1).standard_normal((3, 40)), device=name)
+    jitted = hal.jit(lambda a: hal.sqrt(hal.sum(a * a, axis=1) / 4.0 + 1e-5))
+    got = jitted(x)
+    want = hal.sqrt(hal.sum(x * x, axis=1) / 4.0 + 1e-5)
+    assert (got.shape, got.dtype) == (want.shape, want.dtype) == ((3,), hal.float64)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-13)
+    graph = jitted.compiled(x).graph
+    assert [n.op for n in graph.nodes] == ["fused"]
+    body = graph.nodes[0].params["body"]
+    assert [n.op for n in body.nodes] == ["multiply", "sum", "divide", "add", "sqrt"]
