@@ -130,12 +130,13 @@ def _elementwise(body: Graph, ref, node: Node) -> Callable | None:
         return None
     if refs == tuple(("input", i) for i in range(len(body.inputs))):
         fused = functools.partial(ufunc)  # the ufunc itself, with room for takes_out
-    else:
-        consts = {i: body.constant_value(i) for kind, i in refs if kind == "const"}
-
-        def fused(*arrays, out):
-            return ufunc(*[arrays[i] if k == "input" else consts[i] for k, i in refs], out=out)
-
+    else:  # a lambda with the constants in place: a comprehension per call costs ~2 us
+        names = [f"a{i}" for i in range(len(body.inputs))]
+        call = ", ".join(f"a{i}" if k == "input" else f"c{i}" for k, i in refs)
+        scope = {"ufunc": ufunc, **{f"c{i}": body.constant_value(i)
+                                    for k, i in refs if k == "const"}}
+        fused = eval(f"lambda {', '.join([*names, '*', 'out'])}: ufunc({call}, out=out)",
+                     scope)
     fused.takes_out = True
     return fused
 
