@@ -78,8 +78,7 @@ def preamble(dtypes) -> str:
     return "\n".join(lines) + "\n"
 
 
-def scalar(d: np.dtype, value) -> np.generic:
-    """A numpy scalar to pass as a kernel argument of the compute type of d."""
-    if d == dt.float16:
-        return np.float32(value)
-    return np.asarray(value, dtype=d)[()]
+def scalar(d: np.dtype, value) -> bool | int | float | complex:
+    """value converted as numpy converts to the compute type of d, as the Python number
+    a kernel argument of that type (declared) takes."""
+    return np.asarray(value, dtype=np.float32 if d == dt.float16 else d).item()

@@ -12,6 +12,7 @@ as sin z = -i sinh(iz), cos z = cosh(iz).
 
 from __future__ import annotations
 
+import functools
 from string import Template
 
 import numpy as np
@@ -137,6 +138,7 @@ UNARY = ("exp", "sin", "cos", "tanh", "sqrt")  # hal_<prefix>_<name>(z) in helpe
 BINARY = {"divide": "divide", "power": "pow"}  # op -> hal_<prefix>_<name>(a, b)
 
 
+@functools.cache
 def helpers(d: np.dtype) -> str:
     """The helper functions for complex dtype d (complex64 computes in float)."""
     double = cltypes.real_compute(d) == "double"

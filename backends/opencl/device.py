@@ -1,8 +1,14 @@
 """One OpenCL device: a context, a profiling queue, pyopencl's memory pool and the program
 cache. hal.Device counts the pool, enforces the device's total and largest-buffer limits
-(PoCL allocates lazily and never fails a request itself) and words out-of-memory errors."""
+(PoCL allocates lazily and never fails a request itself) and words out-of-memory errors.
+
+Arrays are made with pyopencl's fast constructor (shape, strides and size given), which
+skips the shape validation (tens of microseconds) its public one does per array."""
 
 from __future__ import annotations
+
+import functools
+import math
 
 import numpy as np
 import pyopencl as cl
@@ -14,6 +20,7 @@ import hal
 from .program import Programs, launch
 
 SMALL_RANGE = 1 << 16  # work-items below which one launch beats two (enqueue cost)
+ASYNC_UPLOAD = 1 << 16  # bytes up to which an upload does not wait for the queue
 
 
 class OpenCLDevice(hal.Device):
@@ -37,19 +44,38 @@ class OpenCLDevice(hal.Device):
         # Last-axis complex FFTs by pyvkfft when it is installed, except on CPU devices:
         # on PoCL this backend's Stockham kernels measured 2x faster than VkFFT's.
         self.use_vkfft = not self.is_cpu
-        self.cache: dict = {}  # host-side plans and tables of kernel modules (FFT plans)
+        self.cache: dict = {}  # host-side plans and tables of kernel modules (launch plans)
+        self._splits: dict = {}  # (work-items, group) -> run_items's launches
         self.programs = Programs(self.context, f"{self.name} ({cl_device.name.strip()})")
 
     # -- tensors: hal.Device's memory hooks over pyopencl arrays from the pool ------------
     def _empty(self, shape: tuple, dtype: np.dtype) -> cl_array.Array:
-        return cl_array.Array(self.queue, shape, dtype, allocator=self.pool)
+        return cl_array.Array(None, shape, dtype, allocator=self.pool,
+                              strides=_strides(shape, dtype.itemsize), _fast=True,
+                              _size=math.prod(shape), _context=self.context, _queue=self.queue)
+
+    def view(self, array: cl_array.Array, shape: tuple) -> cl_array.Array:
+        """A contiguous array's buffer seen in another shape of the same size (no copy)."""
+        shape = tuple(shape)
+        return cl_array.Array(None, shape, array.dtype, allocator=array.allocator,
+                              data=array.base_data, offset=array.offset,
+                              strides=_strides(shape, array.dtype.itemsize),
+                              events=array.events, _fast=True, _size=array.size,
+                              _context=self.context, _queue=self.queue)
 
     def _upload(self, array: np.ndarray) -> cl_array.Array:
-        if not array.flags.c_contiguous:
+        """Small arrays are copied on the host and written without waiting for the queue
+        (the write's event, kept by the array, holds the copy); larger ones are written
+        before returning. Either way the caller's array is not read after the return."""
+        small = array.nbytes <= ASYNC_UPLOAD
+        if small or not array.flags.c_contiguous:
             array = array.copy(order="C")  # np.ascontiguousarray would make 0-d arrays 1-d
         out = self._empty(array.shape, array.dtype)
         if array.size:
-            cl.enqueue_copy(self.queue, out.base_data, array, dst_offset=out.offset)
+            written = cl.enqueue_copy(self.queue, out.base_data, array, dst_offset=out.offset,
+                                      is_blocking=not small)
+            if small:
+                out.add_event(written)
         return out
 
     def _download(self, native: cl_array.Array) -> np.ndarray:
@@ -78,18 +104,30 @@ class OpenCLDevice(hal.Device):
         return launch(self.queue, kernel, global_size, local_size, *args)
 
     def run_items(self, kernel: cl.Kernel, total: int, *args, group: int | None = None):
-        """Enqueue a 1-d kernel over exactly `total` work-items: whole work-groups, then the
-        remainder at a global offset, so kernels need no bounds check (which stops PoCL
-        from vectorising: a guarded a*b + c runs at less than half the bandwidth). Small
-        ranges take one launch with the work-group size left to the runtime, since each
-        enqueue costs tens of microseconds on PoCL."""
-        group = group or self.group_size()
-        main = total - total % group
-        if main == 0 or (total < SMALL_RANGE and main != total):
-            launch(self.queue, kernel, (total,), None, *args)
-            return
-        launch(self.queue, kernel, (main,), (group,), *args)
-        launch(self.queue, kernel, (total - main,), None, *args, offset=(main,))
+        """Enqueue a 1-d kernel over exactly `total` work-items (see `work_split`)."""
+        for global_size, local_size, offset in self.work_split(total, group):
+            kernel(self.queue, global_size, local_size, *args, global_offset=offset)
+
+    def work_split(self, total: int, group: int | None = None) -> tuple:
+        """The launches covering exactly `total` work-items, as (global size, local size,
+        global offset): whole work-groups, then the remainder at a global offset, so
+        kernels need no bounds check (which stops PoCL from vectorising: a guarded
+        a*b + c runs at less than half the bandwidth). Small ranges take one launch with
+        the work-group size left to the runtime, since each enqueue costs microseconds."""
+        key = (total, group)
+        found = self._splits.get(key)
+        if found is None:
+            size = group or self.group_size()
+            main = total - total % size
+            if total == 0:
+                found = ()
+            elif main == 0 or (total < SMALL_RANGE and main != total):
+                found = (((total,), None, None),)
+            else:
+                rest = (((total - main,), None, (main,)),) if main != total else ()
+                found = (((main,), (size,), None), *rest)
+            self._splits[key] = found
+        return found
 
     def group_size(self, limit: int = 256) -> int:
         """A power-of-two work-group size the device accepts, at most limit."""
@@ -131,6 +169,15 @@ class OpenCLDevice(hal.Device):
                        if _vkfft() and self.use_vkfft else "stockham/bluestein",
             },
         }
+
+
+@functools.lru_cache(maxsize=4096)
+def _strides(shape: tuple, itemsize: int) -> tuple:
+    """C-contiguous byte strides as pyopencl writes them (a size-0 axis counts as 1)."""
+    strides = [itemsize]
+    for n in shape[:0:-1]:
+        strides.append(strides[-1] * max(1, n))
+    return tuple(strides[::-1]) if shape else ()
 
 
 def _vkfft() -> bool:

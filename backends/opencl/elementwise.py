@@ -9,6 +9,7 @@ expression, the backend's answer to chains of elementwise ops such as a*b + c.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -83,6 +84,7 @@ def binary_expr(name: str, d: np.dtype) -> str:
     return "a0 " + {"equal": "==", "less": "<", "greater": ">"}[name] + " a1"
 
 
+@functools.cache
 def _ipow(d) -> str:
     """A helper for integer powers by squaring, wrapping as numpy does. Negative exponents
     never get here: dispatch refuses them first (the power op's domain in hal/ops.py)."""
@@ -93,6 +95,7 @@ def _ipow(d) -> str:
             f"  return ({t})r;\n}}\n")
 
 
+@functools.cache
 def _floor_division(d) -> str:
     """hal_floor_divide_T and hal_remainder_T: Python's floor division and modulo as numpy
     computes them. Integers: x // 0 and x % 0 are 0, MIN // -1 wraps to MIN (C's division
@@ -143,17 +146,48 @@ def cast_expr(src: np.dtype, dst: np.dtype) -> str:
     return f"({cltypes.compute(dst)})a0"
 
 
-def map_arrays(device, op: str, expr: str, arrays, out_dtype, *, shape=None,
-               helpers: str = "", scalars=(), scalar_types=()):
-    """A new array of out_dtype: expr over the arrays (a0, a1, ...) broadcast to one shape."""
+class Mapped:
+    """An expression over operands of fixed shapes and dtypes, prepared: `mapped(arrays,
+    scalars)` allocates the output, sets each operand's buffer and offset and enqueues."""
+
+    def __init__(self, device, shape: tuple, dtype: np.dtype, launch):
+        self.device, self.shape, self.dtype, self.launch = device, shape, dtype, launch
+
+    def __call__(self, arrays, scalars=()):
+        out = self.device.empty(self.shape, self.dtype)
+        if self.launch is not None:  # out is fresh: element offset 0
+            self.launch([(out.base_data, 0),
+                         *[(a.base_data, a.offset // a.dtype.itemsize) for a in arrays]],
+                        scalars)
+        return out
+
+
+def prepare(device, op: str, expr: str, arrays, out_dtype, *, shape=None, helpers: str = "",
+            scalar_types=()) -> Mapped:
+    """map_arrays's work for operands of these shapes and dtypes, done once."""
     if shape is None:
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
     shape = tuple(shape)
-    out = device.empty(shape, out_dtype)
-    views = [strided.broadcast(a, shape) for a in arrays]
-    strided.run(device, op, expr, views, strided.dense(out), shape, scalars, scalar_types,
-                helpers)
-    return out
+    if math.prod(shape) == 0:
+        return Mapped(device, shape, out_dtype, None)
+    strides = (strided.dense_strides(shape),
+               *[strided.broadcast_strides(a.shape, shape) for a in arrays])
+    dtypes = (np.dtype(out_dtype), *[a.dtype for a in arrays])
+    return Mapped(device, shape, out_dtype, strided.prepare(
+        device, op, expr, dtypes, strides, shape, tuple(scalar_types), helpers))
+
+
+def map_arrays(device, op: str, expr: str, arrays, out_dtype, *, shape=None,
+               helpers: str = "", scalars=(), scalar_types=()):
+    """A new array of out_dtype: expr over the arrays (a0, a1, ...) broadcast to one shape
+    (prepared once per shapes and dtypes: device.cache)."""
+    key = ("map", op, expr, out_dtype, None if shape is None else tuple(shape),
+           tuple([(a.shape, a.dtype) for a in arrays]), tuple(scalar_types), helpers)
+    found = device.cache.get(key)
+    if found is None:
+        found = device.cache[key] = prepare(device, op, expr, arrays, out_dtype, shape=shape,
+                                            helpers=helpers, scalar_types=scalar_types)
+    return found(arrays, scalars)
 
 
 def fused(device, expr: str, *arrays, out_dtype=None):
@@ -174,16 +208,23 @@ def fused(device, expr: str, *arrays, out_dtype=None):
 
 # -- registrations ----------------------------------------------------------------------
 def _unary_kernel(name):
-    def kernel(device, x):
+    def prepared(device, x):
         helpers = complex_math.helpers(x.dtype) if dt.is_complex(x.dtype) else ""
-        return map_arrays(device, name, unary_expr(name, x.dtype), [x],
-                          ops.spec(name).meta(x)[1], helpers=helpers)
+        return prepare(device, name, unary_expr(name, x.dtype), [x], ops.spec(name).meta(x)[1],
+                       helpers=helpers)
+
+    def kernel(device, x):
+        key = ("op", name, x.shape, x.dtype)
+        found = device.cache.get(key)
+        if found is None:
+            found = device.cache[key] = prepared(device, x)
+        return found((x,))
 
     return kernel
 
 
 def _binary_kernel(name):
-    def kernel(device, a, b):
+    def prepared(device, a, b):
         d = a.dtype
         helpers = ""
         if dt.is_complex(d):
@@ -192,8 +233,15 @@ def _binary_kernel(name):
             helpers = _ipow(d)
         elif name in ("floor_divide", "remainder"):
             helpers = _floor_division(d)
-        return map_arrays(device, name, binary_expr(name, d), [a, b],
-                          ops.spec(name).meta(a, b)[1], helpers=helpers)
+        return prepare(device, name, binary_expr(name, d), [a, b],
+                       ops.spec(name).meta(a, b)[1], helpers=helpers)
+
+    def kernel(device, a, b):
+        key = ("op", name, a.shape, a.dtype, b.shape, b.dtype)
+        found = device.cache.get(key)
+        if found is None:
+            found = device.cache[key] = prepared(device, a, b)
+        return found((a, b))
 
     return kernel
 

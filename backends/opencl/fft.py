@@ -6,12 +6,15 @@ algorithm in mixed radix 8/4/2/3/5: the whole row in local memory in one kernel 
 fits, else one kernel per pass through global memory. Other n (primes) run Bluestein's
 chirp-z algorithm: a cyclic convolution of power-of-two length m >= 2n - 1 done with two
 Stockham transforms. Twiddles come from a table computed in double on the host. Plans
-(tables, Bluestein filters) are cached per device, length and dtype. pyvkfft, when
+(tables, Bluestein filters, kernels) are cached per device, length and dtype. rfft and
+irfft of a row that fits local memory are one kernel each: the transform loads real
+input or the Hermitian half and stores the half spectrum or the real part. pyvkfft, when
 installed, takes complex transforms along the last axis (the `vkfft` extra).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -119,12 +122,29 @@ def _header(d) -> tuple[str, str, str]:
 _ROW = "const long base = (row / inner) * N * inner + row % inner;"
 
 
-def local_source(d, n: int, radices: list[int], group: int) -> str:
-    """All passes of a length-n transform on one row in local memory (one work-group per row)."""
+def local_source(d, n: int, radices: list[int], group: int, load: str = "complex",
+                 store: str = "complex") -> str:
+    """All passes of a length-n transform on one row in local memory (one work-group per row).
+
+    load: "complex" (n points), "real" (n real points, imaginary parts 0: rfft's input) or
+    "hermitian" (points 0..n//2, the rest their conjugates by symmetry: irfft's input);
+    store: "complex" (n points), "half" (points 0..n//2: rfft's output) or "real" (the
+    real parts: irfft's output).
+    """
     head, real, vec = _header(d)
-    lines = ["const long row = get_group_id(0);", "const int lid = get_local_id(0);", _ROW,
+    xn = n // 2 + 1 if load == "hermitian" else n
+    yn = n // 2 + 1 if store == "half" else n
+    read = f"x[x_off + xbase + {'(j < XN ? j : N - j)' if load == 'hermitian' else 'j'} * inner]"
+    if load == "real":
+        read = f"({vec})({read}, 0)"
+    fill = f"bufa[j] = {read};"
+    if load == "hermitian":
+        fill = f"{{ const {vec} v = {read}; bufa[j] = j < XN ? v : ({vec})(v.x, -v.y); }}"
+    lines = ["const long row = get_group_id(0);", "const int lid = get_local_id(0);",
+             "const long xbase = (row / inner) * XN * inner + row % inner;",
+             "const long ybase = (row / inner) * YN * inner + row % inner;",
              f"__local {vec} bufa[{n}], bufb[{n}];",
-             f"for (int j = lid; j < {n}; j += {group}) bufa[j] = x[x_off + base + j * inner];",
+             f"for (int j = lid; j < {n}; j += {group}) {fill}",
              "barrier(CLK_LOCAL_MEM_FENCE);"]
     src, dst, ns = "bufa", "bufb", 1
     for r in radices:
@@ -133,11 +153,14 @@ def local_source(d, n: int, radices: list[int], group: int) -> str:
         lines += [f"for (long j = lid; j < {n // r}; j += {group}) {{",
                   *["  " + b for b in body], "}", "barrier(CLK_LOCAL_MEM_FENCE);"]
         src, dst, ns = dst, src, ns * r
-    lines.append(f"for (int j = lid; j < {n}; j += {group}) "
-                 f"y[y_off + base + j * inner] = {src}[j] * scale;")
-    params = (f"__global const {vec} *x, long x_off, __global {vec} *y, long y_off, long inner, "
+    value = f"({src}[j] * scale).x" if store == "real" else f"{src}[j] * scale"
+    lines.append(f"for (int j = lid; j < YN; j += {group}) y[y_off + ybase + j * inner] = {value};")
+    x_t = real if load == "real" else vec
+    y_t = real if store == "real" else vec
+    params = (f"__global const {x_t} *x, long x_off, __global {y_t} *y, long y_off, long inner, "
               f"__global const {vec} *tw, {real} sgn, {real} scale")
-    return (head + f"#define N {n}L\n__kernel __attribute__((reqd_work_group_size({group}, 1, 1)))"
+    return (head + f"#define N {n}L\n#define XN {xn}L\n#define YN {yn}L\n"
+            f"__kernel __attribute__((reqd_work_group_size({group}, 1, 1)))"
             f" void fft({params})\n{{\n  " + "\n  ".join(lines) + "\n}\n")
 
 
@@ -173,22 +196,28 @@ def chirp_source(d) -> str:
 
 # -- plans ----------------------------------------------------------------------------
 class Plan:
-    """A length-n complex transform of one dtype on one device, direction given per call."""
+    """A length-n complex transform of one dtype on one device, direction given per call:
+    tables, Bluestein filters and kernels made once, output layouts once per input shape."""
 
     def __init__(self, device, n: int, d: np.dtype):
         self.device, self.n, self.d = device, n, d
         self.radices = factor(n)
         self.bluestein = None
+        self.local = False
         self._post: dict = {}  # Bluestein's output chirp times the norm, per (sign, scale)
+        self._kernels: dict = {}  # local kernels per (load, store)
+        self._layouts: dict = {}  # (input shape, axis, load, store) -> output layout
         if self.radices is None:
             m = 1 << (2 * n - 2).bit_length()
             self.bluestein = {sign: self._chirps(sign, m) for sign in (FORWARD, INVERSE)}
             self.inner_plan = plan(device, m, d)
+            self.chirp = device.build("fft", chirp_source(d), "chirp")
             return
         roots = np.exp(2j * np.pi * np.arange(n) / n).astype(d)
         self.twiddles = device.upload(roots)
         self.local = 2 * n * d.itemsize <= device.local_mem // 2
         self.group = device.group_size(max(1, n // min(self.radices or [1])))
+        self._passes: list | None = None  # the global-memory kernels, built on first use
 
     def _chirps(self, sign: float, m: int):
         n = self.n
@@ -201,42 +230,53 @@ class Plan:
         up = self.device.upload
         return up(c.astype(self.d)), up(filt.astype(self.d)), c
 
-    def run(self, x, axis: int, sign: float, scale: float):
-        """A new array: the transform of x along axis, times scale."""
-        out = self.device.empty(x.shape, self.d)
-        if out.size == 0:
+    def run(self, x, axis: int, sign: float, scale: float, load: str = "complex",
+            store: str = "complex"):
+        """A new array: the transform of x along axis, times scale. Loads and stores other
+        than complex (see local_source) need a plan that runs in local memory (`local`)."""
+        key = (x.shape, axis, load, store)
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = self._layouts[key] = self._layout(x.shape, axis, load, store)
+        shape, dtype, inner, rows = layout
+        out = self.device.empty(shape, dtype)
+        if rows == 0:
             return out
-        inner = math.prod(x.shape[axis + 1:])
-        rows = x.size // self.n
-        if self.bluestein is not None:
+        if self.local:
+            kernel = self._kernels.get((load, store))
+            if kernel is None:
+                kernel = self._kernels[(load, store)] = self.device.build(
+                    "fft", local_source(self.d, self.n, self.radices, self.group, load, store),
+                    "fft")
+            kernel(self.device.queue, (rows * self.group,), (self.group,), x.base_data,
+                   x.offset // x.dtype.itemsize, out.base_data, 0, inner,
+                   self.twiddles.base_data, sign, scale)
+        elif self.bluestein is not None:
             self._bluestein(x, out, inner, rows, sign, scale)
         else:
             self._stockham(x, out, inner, rows, sign, scale)
         return out
 
-    def _real(self, value):
-        return (np.float64 if self.d == dt.complex128 else np.float32)(value)
+    def _layout(self, shape: tuple, axis: int, load: str, store: str) -> tuple:
+        """(output shape, output dtype, inner size, rows) of a transform of this input."""
+        out = list(shape)
+        out[axis] = self.n // 2 + 1 if store == "half" else self.n
+        dtype = dt.real_dtype(self.d) if store == "real" else self.d
+        return tuple(out), dtype, math.prod(shape[axis + 1:]), math.prod(out) // out[axis]
 
     def _stockham(self, x, out, inner, rows, sign, scale):
-        dev, n, d = self.device, self.n, self.d
-        xo, yo = x.offset // d.itemsize, out.offset // d.itemsize
-        if self.local:
-            kernel = dev.build("fft", local_source(d, n, self.radices, self.group), "fft")
-            dev.run(kernel, (rows * self.group,), (self.group,), x.base_data, np.int64(xo),
-                    out.base_data, np.int64(yo), np.int64(inner), self.twiddles.base_data,
-                    self._real(sign), self._real(scale))
-            return
+        dev, d = self.device, self.d
         temps = [dev.empty(x.shape, d), dev.empty(x.shape, d)]
+        if self._passes is None:
+            self._passes = [dev.build("fft", global_source(d, self.n, r), "fft")
+                            for r in self.radices]
         src, ns = x, 1
-        for i, r in enumerate(self.radices):
+        for i, (r, kernel) in enumerate(zip(self.radices, self._passes)):
             last = i == len(self.radices) - 1
             dst = out if last else temps[i % 2]
-            kernel = dev.build("fft", global_source(d, n, r), "fft")
-            dev.run_items(kernel, rows * (n // r), src.base_data,
-                    np.int64(src.offset // d.itemsize), dst.base_data,
-                    np.int64(dst.offset // d.itemsize), np.int64(inner),
-                    self.twiddles.base_data, self._real(sign),
-                    self._real(scale if last else 1.0), np.int64(ns))
+            dev.run_items(kernel, rows * (self.n // r), src.base_data,
+                          src.offset // d.itemsize, dst.base_data, dst.offset // d.itemsize,
+                          inner, self.twiddles.base_data, sign, scale if last else 1.0, ns)
             src, ns = dst, ns * r
 
     def _bluestein(self, x, out, inner, rows, sign, scale):
@@ -247,13 +287,11 @@ class Plan:
         if post is None:
             post = self._post[(sign, scale)] = dev.upload((c * scale).astype(d))
         work = dev.empty((rows, m), d)
-        kernel = dev.build("fft", chirp_source(d), "chirp")
 
         def step(src, s_n, s_inner, dst, d_n, d_inner, vec, valid):
-            dev.run_items(kernel, rows * d_n, src.base_data,
-                    np.int64(src.offset // d.itemsize), np.int64(s_n), np.int64(s_inner),
-                    dst.base_data, np.int64(dst.offset // d.itemsize), np.int64(d_n),
-                    np.int64(d_inner), vec.base_data, np.int64(valid))
+            dev.run_items(self.chirp, rows * d_n, src.base_data, src.offset // d.itemsize, s_n,
+                          s_inner, dst.base_data, dst.offset // d.itemsize, d_n, d_inner,
+                          vec.base_data, valid)
 
         step(x, n, inner, work, m, 1, chirp, n)
         spectrum = self.inner_plan.run(work, 1, FORWARD, 1.0)
@@ -278,12 +316,19 @@ def _scale(n: int, norm, inverse: bool) -> float:
     return 1 / n if (norm == "backward") == inverse else 1.0
 
 
+def _by_vkfft(device, shape: tuple, axis: int) -> bool:
+    """True when VkFFT takes a transform along axis of an array of this shape (the last
+    axis, enabled on the device)."""
+    return (device.use_vkfft and axis == len(shape) - 1 and shape[axis] > 1
+            and math.prod(shape) > 0 and vkfft.available())
+
+
 def transform(device, x, axes, sign: float, norm):
     """Complex transform of x along each of axes in turn (last-axis ones by VkFFT if enabled)."""
     for a in axes:
         n = x.shape[a]
         scale = _scale(n, norm, sign == INVERSE)
-        if a == x.ndim - 1 and n > 1 and x.size and device.use_vkfft and vkfft.available():
+        if _by_vkfft(device, x.shape, a):
             x = vkfft.run(device, x, sign, scale)
         else:
             x = plan(device, n, x.dtype).run(x, a, sign, scale)
@@ -302,20 +347,42 @@ def ifftn(device, x, *, axes, norm=None):
     return transform(device, x, [a % x.ndim for a in axes], INVERSE, norm)
 
 
+def _real_route(device, shape: tuple, d: np.dtype, axes, n, norm, inverse: bool):
+    """(axes made non-negative, the plan that does the last axis in one local-memory
+    kernel or None, its scale) of an rfftn (n None) or irfftn on complex dtype d:
+    worked out once per signature."""
+    key = ("real fft", shape, d, tuple(axes), n, norm)
+    found = device.cache.get(key)
+    if found is None:
+        axes = [a % len(shape) for a in axes]
+        last = axes[-1]
+        full = list(shape)
+        n = full[last] = shape[last] if n is None else n
+        fused = None if _by_vkfft(device, full, last) else plan(device, n, d)
+        found = device.cache[key] = (axes, fused if fused is not None and fused.local else None,
+                                     _scale(n, norm, inverse))
+    return found
+
+
 @kernels.register("rfftn", supported("rfftn"))
 def rfftn(device, x, *, axes, norm=None):
-    """Real-input transform: complex transform of the last axis, kept to n//2 + 1, then the rest."""
-    axes = [a % x.ndim for a in axes]
+    """Real-input transform: complex transform of the last axis, kept to n//2 + 1, then the rest.
+    A plan in local memory does the last axis in one kernel (real loads, half the stores)."""
     cd = dt.complex_dtype(x.dtype)
-    z = map_arrays(device, "rfftn", f"{cltypes.cprefix(cd)}_new(a0, 0)", [x], cd)
+    axes, fused, scale = _real_route(device, x.shape, cd, axes, None, norm, False)
     last = axes[-1]
-    z = transform(device, z, [last], FORWARD, norm)
-    bounds = [(0, 1, n) for n in z.shape]
-    bounds[last] = (0, 1, x.shape[last] // 2 + 1)
-    z = slice_(device, z, bounds=bounds)
+    if fused is not None:
+        z = fused.run(x, last, FORWARD, scale, "real", "half")
+    else:
+        z = map_arrays(device, "rfftn", f"{cltypes.cprefix(cd)}_new(a0, 0)", [x], cd)
+        z = transform(device, z, [last], FORWARD, norm)
+        bounds = [(0, 1, n) for n in z.shape]
+        bounds[last] = (0, 1, x.shape[last] // 2 + 1)
+        z = slice_(device, z, bounds=bounds)
     return transform(device, z, axes[:-1], FORWARD, norm)
 
 
+@functools.cache
 def hermitian_source(d) -> str:
     """y (length n along the axis) from its first n//2 + 1 points x by Hermitian symmetry."""
     head, _, vec = _header(d)
@@ -334,10 +401,13 @@ def hermitian_source(d) -> str:
 
 @kernels.register("irfftn", supported("irfftn"))
 def irfftn(device, x, *, axes, n, norm=None):
-    """Inverse of rfftn: inverse transforms of the other axes, then the Hermitian last axis."""
-    axes = [a % x.ndim for a in axes]
+    """Inverse of rfftn: inverse transforms of the other axes, then the Hermitian last axis
+    (one kernel when its plan runs in local memory: Hermitian loads, real stores)."""
+    axes, fused, scale = _real_route(device, x.shape, x.dtype, axes, n, norm, True)
     last = axes[-1]
     z = transform(device, x, axes[:-1], INVERSE, norm)
+    if fused is not None:
+        return fused.run(z, last, INVERSE, scale, "hermitian", "real")
     shape = list(z.shape)
     shape[last] = n
     full = device.empty(shape, z.dtype)
@@ -345,10 +415,8 @@ def irfftn(device, x, *, axes, n, norm=None):
     rows = full.size // n
     if rows:
         kernel = device.build("irfftn", hermitian_source(z.dtype), "hermitian")
-        device.run_items(kernel, rows * n, z.base_data, np.int64(z.offset // z.dtype.itemsize),
-                         np.int64(z.shape[last]), full.base_data, np.int64(n), np.int64(inner))
+        device.run_items(kernel, rows * n, z.base_data, z.offset // z.dtype.itemsize,
+                         z.shape[last], full.base_data, n, inner)
     full = transform(device, full, [last], INVERSE, norm)
     return map_arrays(device, "irfftn", "a0.real", [full], ops.spec("irfftn").meta(x, axes=axes,
                       n=n, norm=norm)[1])
-
-

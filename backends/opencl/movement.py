@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from hal import shapes
 
 from . import cltypes, strided
@@ -24,7 +22,7 @@ def copy(device, op: str, source: strided.View, shape) -> object:
 @kernels.register("reshape", supported("reshape"))
 def reshape(device, x, *, shape):
     """The same buffer seen in a new shape (tensors are contiguous: no copy)."""
-    return x.reshape(shapes.reshape("reshape", x.shape, shape))
+    return device.view(x, shapes.reshape("reshape", x.shape, shape))
 
 
 @kernels.register("permute_dims", supported("permute_dims"))
@@ -71,10 +69,23 @@ def concat(device, *xs, axis=0):
 
 def gather(device, op: str, x, out_shape, before, mode: str, value=0):
     """out[i] = x[map(i - before)] per axis; outside x: `value` (constant), clamp (edge), wrap."""
+    out_shape = tuple(out_shape)
     out = device.empty(out_shape, x.dtype)
     total = math.prod(out_shape)
     if total == 0:
         return out
+    key = ("gather", op, x.dtype, x.shape, out_shape, tuple(before), mode)
+    found = device.cache.get(key)
+    if found is None:
+        found = device.cache[key] = _gather_kernel(device, op, x, out_shape, before, mode)
+    kernel, tail = found
+    device.run_items(kernel, total, out.base_data, x.base_data, x.offset // x.dtype.itemsize,
+                     cltypes.scalar(x.dtype, value), *tail)
+    return out
+
+
+def _gather_kernel(device, op: str, x, out_shape, before, mode: str):
+    """gather's built kernel and its arguments after (out, x, x offset, fill)."""
     ndim = len(out_shape)
     d = x.dtype
     lines = ["const long i = get_global_id(0);", "long r = i, src = 0;",
@@ -101,13 +112,8 @@ def gather(device, op: str, x, out_shape, before, mode: str, value=0):
     params += [f"long od{k}, long id{k}, long b{k}" for k in range(ndim)]
     source = (cltypes.preamble([d]) + "__kernel void gather(" + ", ".join(params) + ")\n{\n  "
               + "\n  ".join(lines) + "\n}\n")
-    kernel = device.build(op, source, "gather")
-    args = [out.base_data, x.base_data, np.int64(x.offset // d.itemsize),
-            cltypes.scalar(d, value)]
-    for k in range(ndim):
-        args += [np.int64(out_shape[k]), np.int64(x.shape[k]), np.int64(before[k])]
-    device.run_items(kernel, total, *args)
-    return out
+    tail = tuple(v for k in range(ndim) for v in (out_shape[k], x.shape[k], before[k]))
+    return device.build(op, source, "gather"), tail
 
 
 @kernels.register("pad", supported("pad"))
@@ -123,8 +129,8 @@ def pad(device, x, *, pad_width, mode="constant", value=0):
 def roll(device, x, *, shift, axis=None):
     """Elements shifted cyclically along axes (flattened when axis is None)."""
     if axis is None:
-        flat = x.reshape((x.size,))
-        return roll(device, flat, shift=shift, axis=0).reshape(x.shape)
+        flat = device.view(x, (x.size,))
+        return device.view(roll(device, flat, shift=shift, axis=0), x.shape)
     shifts = (shift,) if isinstance(shift, int) else tuple(shift)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     before = [0] * x.ndim

@@ -1,10 +1,17 @@
-"""Programs built once per (device, source, options), their kernels, build errors, launches."""
+"""Programs built once per (device, source, options), their kernels, build errors, launches.
+
+Every kernel gets its scalar argument dtypes declared once, from its own parameter list:
+pyopencl then packs Python ints and floats directly (an undeclared numpy scalar costs
+tens of microseconds per launch, a declared one about one).
+"""
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 
+import numpy as np
 import pyopencl as cl
 
 from hal.errors import HalError
@@ -40,7 +47,9 @@ class Programs:
         key = (source, options, name)
         kernel = self._kernels.get(key)
         if kernel is None:
-            kernel = self._kernels[key] = cl.Kernel(self.program(op, source, options), name)
+            kernel = cl.Kernel(self.program(op, source, options), name)
+            kernel.set_scalar_arg_dtypes(arg_dtypes(op, source, name))
+            self._kernels[key] = kernel
         return kernel
 
     def program(self, op: str, source: str, options: tuple[str, ...] = ()) -> cl.Program:
@@ -60,6 +69,36 @@ class Programs:
             self.builds += 1
             self._programs[key] = program
         return program
+
+
+SCALARS = {
+    "char": np.int8, "uchar": np.uint8, "short": np.int16, "ushort": np.uint16,
+    "int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np.uint64,
+    "float": np.float32, "double": np.float64,
+    "cfloat_t": np.complex64, "cdouble_t": np.complex128,
+}
+_SIGNATURE = re.compile(r"__kernel\b[^{;]*?\bvoid\s+(\w+)\s*\(([^)]*)\)")
+
+
+def arg_dtypes(op: str, source: str, name: str) -> list:
+    """The argument dtypes of kernel `name` in source, for `set_scalar_arg_dtypes`: None
+    for a pointer (global or local memory), the numpy dtype of a scalar parameter."""
+    params = next((p for found, p in _SIGNATURE.findall(source) if found == name), None)
+    if params is None:
+        raise HalError(f"{op}: no `__kernel void {name}(...)` in the OpenCL source; the "
+                       "kernel generator and its caller disagree (a backend bug)")
+    dtypes = []
+    for param in params.split(",") if params.strip() else ():
+        if "*" in param:
+            dtypes.append(None)
+            continue
+        words = param.split()
+        ctype = words[-2] if len(words) >= 2 else None
+        if ctype not in SCALARS:
+            raise HalError(f"{op}: kernel {name} has parameter `{param.strip()}` of a type "
+                           "program.SCALARS does not know; add its numpy dtype there")
+        dtypes.append(SCALARS[ctype])
+    return dtypes
 
 
 def launch(queue: cl.CommandQueue, kernel: cl.Kernel, global_size, local_size, *args,

@@ -103,52 +103,77 @@ class _Algebra:
 
 def reduce(device, op: str, x, kind: str, axis, keepdims: bool, out_dtype, correction=0,
            divisor=None):
-    """Reduce x over axes; returns the output array.
+    """Reduce x over axes; returns the output array (the plan is prepared once per input
+    shape, dtype and parameters: device.cache)."""
+    key = ("reduce", op, kind, x.shape, x.dtype, axis if axis is None or isinstance(axis, int)
+           else tuple(axis), keepdims, out_dtype, correction, divisor)
+    found = device.cache.get(key)
+    if found is None:
+        found = device.cache[key] = _plan(device, op, x.shape, x.dtype, kind, axis, keepdims,
+                                          out_dtype, correction, divisor)
+    return found(x)
 
-    Few outputs over many elements (a full sum) reduce in two stages: contiguous chunks to
-    partials in the accumulator type, then the partials; else one kernel does it all.
-    """
-    red = shapes.axes(op, axis, x.ndim)
-    out_shape = shapes.reduced(tuple(x.shape), red, keepdims)
+
+class _Reduction:
+    """A reduction prepared for one input shape and dtype: `plan(x)` allocates the output,
+    enqueues, and returns it. Few outputs over many elements (a full sum) reduce in two
+    stages: contiguous chunks to partials in the accumulator type, then the partials."""
+
+    def __init__(self, device, out_shape, out_dtype, kernel, tail, launches, then=None):
+        self.device, self.out_shape, self.out_dtype = device, out_shape, out_dtype
+        self.kernel, self.tail, self.launches, self.then = kernel, tail, launches, then
+
+    def __call__(self, x):
+        device = self.device
+        out = device.empty(self.out_shape, self.out_dtype)
+        args = (out.base_data, x.base_data, x.offset // x.dtype.itemsize, *self.tail)
+        for global_size, local_size, offset in self.launches:
+            self.kernel(device.queue, global_size, local_size, *args, global_offset=offset)
+        if self.then is None:
+            return out
+        final, shape = self.then
+        return device.view(final(out), shape)
+
+
+def _plan(device, op, shape, d, kind, axis, keepdims, out_dtype, correction, divisor):
+    """The _Reduction of an input of this shape and dtype (reduce's arguments)."""
+    ndim = len(shape)
+    red = shapes.axes(op, axis, ndim)
+    out_shape = shapes.reduced(tuple(shape), red, keepdims)
     n_out = math.prod(out_shape)
-    st = strided.dense_strides(x.shape)
-    kd, ks = _collapse([x.shape[i] for i in range(x.ndim) if i not in red],
-                       [st[i] for i in range(x.ndim) if i not in red])
-    rd, rs = _collapse([x.shape[i] for i in red], [st[i] for i in red])
+    st = strided.dense_strides(shape)
+    kd, ks = _collapse([shape[i] for i in range(ndim) if i not in red],
+                       [st[i] for i in range(ndim) if i not in red])
+    rd, rs = _collapse([shape[i] for i in red], [st[i] for i in red])
     size = math.prod(rd)
-    d = x.dtype
     acc = _acc_type(device, kind, d)
     if divisor is None:
         divisor = max(size - correction, 0) if kind == "var" else size  # numpy's rule
+    dims = (kd, ks, rd, rs)
     if kind != "var" and n_out < 64 and size >= 1 << 15:
         parts = min(256, size // 4096)
         first = _Algebra("sum" if kind == "mean" else kind, d, acc, acc)
-        partial = device.empty((n_out, parts), acc)
-        _launch(device, op, first, x, partial, (kd, ks, rd, rs), n_out, size, 1, parts)
-        out = reduce(device, op, partial, kind, 1, False, out_dtype, divisor=divisor)
-        return out.reshape(out_shape)
-    out = device.empty(out_shape, out_dtype)
-    if n_out:
-        _launch(device, op, _Algebra(kind, d, acc, out_dtype), x, out, (kd, ks, rd, rs), n_out,
-                size, divisor, 1)
-    return out
+        final = _plan(device, op, (n_out, parts), acc, kind, 1, False, out_dtype, 0, divisor)
+        return _Reduction(device, (n_out, parts), acc,
+                          *_launch(device, op, first, dims, n_out, size, 1, parts),
+                          then=(final, out_shape))
+    alg = _Algebra(kind, d, acc, out_dtype)
+    launch = _launch(device, op, alg, dims, n_out, size, divisor, 1) if n_out else (None, (), ())
+    return _Reduction(device, out_shape, out_dtype, *launch)
 
 
-def _launch(device, op, alg, x, out, dims, n_out, size, divisor, parts):
-    """One reduction kernel: per output (and per chunk when parts > 1) into out."""
+def _launch(device, op, alg, dims, n_out, size, divisor, parts):
+    """One reduction kernel (per output, and per chunk when parts > 1): the built kernel,
+    its arguments after (out, x, x offset), and its launches."""
     kd, ks, rd, rs = dims
     many = n_out >= (16 * device.cl_device.max_compute_units if device.is_cpu else 1024)
     group = 1 if size <= 64 or many or parts > 1 else device.group_size()
     kernel = device.build(op, _source(alg, len(kd), len(rd), group), "reduce")
-    args = [out.base_data, x.base_data, np.int64(x.offset // x.dtype.itemsize),
-            np.int64(n_out), np.int64(size), (np.float64 if alg.double else np.float32)(divisor),
-            np.int64(parts), np.int64(-(-size // parts))]
-    args += [np.int64(v) for pair in zip(kd, ks) for v in pair]
-    args += [np.int64(v) for pair in zip(rd, rs) for v in pair]
+    tail = (n_out, size, float(divisor), parts, -(-size // parts),
+            *[v for pair in zip(kd, ks) for v in pair], *[v for pair in zip(rd, rs) for v in pair])
     if group == 1:
-        device.run_items(kernel, n_out * parts, *args)
-    else:
-        device.run(kernel, (n_out * group,), (group,), *args)
+        return kernel, tail, device.work_split(n_out * parts)
+    return kernel, tail, (((n_out * group,), (group,), None),)
 
 
 def _source(alg: _Algebra, nkept: int, nred: int, group: int) -> str:

@@ -5,6 +5,8 @@ offset): broadcasting is a zero stride, slicing and transposition are strides, s
 binary ops, casts, slices, permutations and concatenation share this one generator.
 Adjacent axes that are contiguous for every operand are merged before generating,
 and unit/zero strides are compiled in, so the common dense case is a plain `p[i]`.
+A `Launch` is that kernel prepared once per shape and stride pattern (device.cache):
+a repeated call sets the operands' buffers and offsets and enqueues, nothing more.
 """
 
 from __future__ import annotations
@@ -46,20 +48,24 @@ def dense(array) -> View:
     return View(array, dense_strides(array.shape), array.offset // array.dtype.itemsize)
 
 
+def broadcast_strides(array_shape, shape) -> tuple[int, ...]:
+    """Element strides of a contiguous array broadcast (numpy rules, validated) over shape."""
+    own = dense_strides(array_shape)
+    lead = len(shape) - len(array_shape)
+    return (0,) * lead + tuple(0 if n == 1 and m != 1 else s
+                               for n, m, s in zip(array_shape, shape[lead:], own))
+
+
 def broadcast(array, shape) -> View:
     """A contiguous array broadcast (numpy rules, already validated) over shape."""
-    own = dense_strides(array.shape)
-    lead = len(shape) - len(array.shape)
-    strides = [0] * lead + [0 if n == 1 and m != 1 else s
-                            for n, m, s in zip(array.shape, shape[lead:], own)]
-    return View(array, tuple(strides), array.offset // array.dtype.itemsize)
+    return View(array, broadcast_strides(array.shape, shape), array.offset // array.dtype.itemsize)
 
 
-def _collapse(shape, views):
-    """Drop size-1 axes and merge axes contiguous in every view."""
+def _collapse(shape, view_strides):
+    """Drop size-1 axes and merge axes contiguous in every operand's strides."""
     keep = [i for i, n in enumerate(shape) if n != 1]
     dims = [shape[i] for i in keep]
-    strides = [[v.strides[i] for i in keep] for v in views]
+    strides = [[st[i] for i in keep] for st in view_strides]
     i = len(dims) - 1
     while i > 0:
         if all(s[i - 1] == s[i] * dims[i] for s in strides):
@@ -76,6 +82,47 @@ def _stride_class(s: int) -> str:
     return str(s) if s in (0, 1) else "v"
 
 
+class Launch:
+    """The strided kernel prepared for one shape, dtypes and strides (offsets vary per call).
+
+    `launch(operands, scalars)` with operands the (buffer, element offset) of the output
+    then of each input: sets the arguments and enqueues; it neither waits nor allocates.
+    """
+
+    def __init__(self, device, op: str, expr: str, dtypes: tuple, strides: tuple, shape: tuple,
+                 scalar_types: tuple, helpers: str):
+        dims, merged = _collapse(shape, strides)
+        classes = tuple(tuple(_stride_class(s) for s in st) for st in merged)
+        source = _source(expr, dtypes, len(dims), classes, scalar_types, helpers)
+        self.kernel = device.build(op, source, "ew")
+        self.queue = device.queue
+        self.strides = [tuple(s for s, c in zip(st, cls) if c == "v")
+                        for st, cls in zip(merged, classes)]
+        self.tail = tuple(dims[1:])
+        self.launches = device.work_split(math.prod(shape))
+
+    def __call__(self, operands, scalars=()):
+        args = []
+        for (buffer, offset), strides in zip(operands, self.strides):
+            args += (buffer, offset, *strides)
+        args += self.tail
+        args += scalars
+        for global_size, local_size, offset in self.launches:
+            self.kernel(self.queue, global_size, local_size, *args, global_offset=offset)
+
+
+def prepare(device, op: str, expr: str, dtypes: tuple, strides: tuple, shape: tuple,
+            scalar_types: tuple = (), helpers: str = "") -> Launch:
+    """The cached Launch of expr over operands (output first) of these dtypes and
+    element strides over shape."""
+    key = ("strided", op, expr, dtypes, strides, shape, scalar_types, helpers)
+    found = device.cache.get(key)
+    if found is None:
+        found = device.cache[key] = Launch(device, op, expr, dtypes, strides, shape,
+                                           scalar_types, helpers)
+    return found
+
+
 def run(device, op: str, expr: str, inputs: list[View], out: View, shape,
         scalars: tuple = (), scalar_types: tuple = (), helpers: str = "") -> None:
     """Compute out[idx] = expr(a0, a1, ..., s0, ...) for every idx of shape, as one kernel.
@@ -84,22 +131,13 @@ def run(device, op: str, expr: str, inputs: list[View], out: View, shape,
     scalar_types[K]; `helpers` is C code (functions) placed before the kernel. The
     expression's value is converted to the output's dtype.
     """
-    total = math.prod(shape)
-    if total == 0:
+    shape = tuple(shape)
+    if math.prod(shape) == 0:
         return
     views = [out, *inputs]
-    dims, strides = _collapse(tuple(shape), views)
-    classes = tuple(tuple(_stride_class(s) for s in st) for st in strides)
-    dtypes = tuple(v.dtype for v in views)
-    source = _source(expr, dtypes, len(dims), classes, tuple(scalar_types), helpers)
-    kernel = device.build(op, source, "ew")
-    args = []
-    for v, st, cl in zip(views, strides, classes):
-        args += [v.array.base_data, np.int64(v.offset)]
-        args += [np.int64(s) for s, c in zip(st, cl) if c == "v"]
-    args += [np.int64(n) for n in dims[1:]]
-    args += list(scalars)
-    device.run_items(kernel, total, *args)
+    launch = prepare(device, op, expr, tuple(v.dtype for v in views),
+                     tuple(v.strides for v in views), shape, tuple(scalar_types), helpers)
+    launch([(v.array.base_data, v.offset) for v in views], scalars)
 
 
 @functools.lru_cache(maxsize=4096)  # generating the text costs more than the launch

@@ -34,7 +34,7 @@ def run(device, x, sign: float, scale: float):
         app = device.cache[key] = VkFFTApp((rows, n), x.dtype, device.queue, ndim=1,
                                            inplace=False, norm=0)
     out = device.empty(x.shape, x.dtype)
-    src, dst = x.reshape((rows, n)), out.reshape((rows, n))
+    src, dst = device.view(x, (rows, n)), device.view(out, (rows, n))
     (app.fft if sign < 0 else app.ifft)(src, dst)
     if scale != 1.0:
         import numpy as np
