@@ -115,6 +115,24 @@ def broadcast_strides(shape, target) -> tuple[int, ...]:
     return (0,) * lead + tuple(0 if n == 1 else s for n, s in zip(shape, own))
 
 
+def collapse(shape, strides) -> tuple[list[int], list[list[int]]]:
+    """(dims, strides) with size-1 axes dropped and the axes every operand steps through
+    contiguously merged: the fewest axes an index walk over `shape` needs."""
+    keep = [a for a, n in enumerate(shape) if n != 1]
+    dims = [shape[a] for a in keep]
+    rows = [[st[a] for a in keep] for st in strides]
+    a = len(dims) - 1
+    while a > 0:
+        if all(s[a - 1] == s[a] * dims[a] for s in rows):
+            dims[a - 1] *= dims[a]
+            del dims[a]
+            for s in rows:
+                s[a - 1] = s[a]
+                del s[a]
+        a -= 1
+    return dims, rows
+
+
 def offsets(index: str, dims, strides, prefix: str) -> tuple[list[tuple[str, str]], list[str]]:
     """Each operand's flat element offset at flat position `index` of `dims`.
 
@@ -124,19 +142,7 @@ def offsets(index: str, dims, strides, prefix: str) -> tuple[list[tuple[str, str
     use coordinates, assigned as `{prefix}c0`, `{prefix}c1`, ... from the index.
     Returns (assignments, offset expressions).
     """
-    keep = [a for a, n in enumerate(dims) if n != 1]
-    sizes = [dims[a] for a in keep]
-    dense = list(broadcast_strides(sizes, sizes))
-    rows = [dense, *([s[a] for a in keep] for s in strides)]
-    a = len(sizes) - 1
-    while a > 0:
-        if all(s[a - 1] == s[a] * sizes[a] for s in rows):
-            sizes[a - 1] *= sizes[a]
-            del sizes[a]
-            for s in rows:
-                s[a - 1] = s[a]
-                del s[a]
-        a -= 1
+    sizes, rows = collapse(dims, [broadcast_strides(dims, dims), *strides])
     exprs = []
     for s in rows[1:]:
         if not any(s):

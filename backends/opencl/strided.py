@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..fusion import collapse
 from . import cltypes
 
 
@@ -61,23 +62,6 @@ def broadcast(array, shape) -> View:
     return View(array, broadcast_strides(array.shape, shape), array.offset // array.dtype.itemsize)
 
 
-def _collapse(shape, view_strides):
-    """Drop size-1 axes and merge axes contiguous in every operand's strides."""
-    keep = [i for i, n in enumerate(shape) if n != 1]
-    dims = [shape[i] for i in keep]
-    strides = [[st[i] for i in keep] for st in view_strides]
-    i = len(dims) - 1
-    while i > 0:
-        if all(s[i - 1] == s[i] * dims[i] for s in strides):
-            dims[i - 1] *= dims[i]
-            del dims[i]
-            for s in strides:
-                s[i - 1] = s[i]
-                del s[i]
-        i -= 1
-    return dims, strides
-
-
 def _stride_class(s: int) -> str:
     return str(s) if s in (0, 1) else "v"
 
@@ -91,7 +75,7 @@ class Launch:
 
     def __init__(self, device, op: str, expr: str, dtypes: tuple, strides: tuple, shape: tuple,
                  scalar_types: tuple, helpers: str):
-        dims, merged = _collapse(shape, strides)
+        dims, merged = collapse(shape, strides)
         classes = tuple(tuple(_stride_class(s) for s in st) for st in merged)
         source = _source(expr, dtypes, len(dims), classes, scalar_types, helpers)
         self.kernel = device.build(op, source, "ew")
