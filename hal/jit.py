@@ -38,7 +38,7 @@ from .errors import HalError
 from .executable import Executable
 from .graph import Graph
 from .tensor import Tensor
-from .trace import Trace, Tracer
+from .trace import Trace
 
 
 class RetraceWarning(UserWarning):
@@ -205,8 +205,6 @@ def _static_key(jitted: Jitted, what: str, value):
 
 def _leaf_key(jitted: Jitted, what: str, value, tensors: list[Tensor]):
     if isinstance(value, Tensor):
-        if isinstance(value, Tracer) and value.trace is None:
-            raise HalError(f"hal.jit({_name(jitted.fn)}): {what} is a leaked tracer")
         tensors.append(value)
         return (value.shape, value.dtype, value.device)
     if isinstance(value, (tuple, list)):
