@@ -36,7 +36,7 @@ from typing import Any, TextIO
 
 from benchmarks.stats import Summary, summarize
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 STATUSES = ("ok", "failed", "skipped", "timeout")
 # library -> the distributions that provide it (the first one installed is reported)
 LIBRARIES = {
@@ -153,11 +153,14 @@ class Check:
 
     `max_error` is the normwise relative error max|out - ref| / max|ref| (the harness's
     measure; other sources may record their own), `tolerance` the largest one accepted.
+    `quality` holds a workload's own accuracy measures of the output against the reference
+    (e.g. the cosine of INT8 embeddings to FP32 ones), by name.
     """
 
     passed: bool
     max_error: float | None = None
     tolerance: float | None = None
+    quality: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

@@ -123,7 +123,10 @@ def measure(
         return record
     record.flops, record.bytes, record.items = case.flops, case.bytes, case.items
     tolerance = workload.tolerance(dtype)
-    record.check = Check(passed=bool(error <= tolerance), max_error=error, tolerance=tolerance)
+    quality = workload.quality(np.asarray(out.numpy()), np.asarray(expected)) if (
+        workload.quality) else {}
+    record.check = Check(passed=bool(error <= tolerance), max_error=error, tolerance=tolerance,
+                         quality=quality)
     if not record.check.passed:
         record.status = "failed"
         record.error = f"wrong answer: normwise error {error:.3g} > tolerance {tolerance:.3g}"

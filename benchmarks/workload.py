@@ -55,7 +55,8 @@ class Workload:
     `build(dtype)` makes a Case of host inputs; `run(*tensors, **options)` computes on the
     device; `reference(*arrays, **options)` computes the expected result with numpy in
     double precision. `peak` marks workloads whose best rate is the device's practical
-    peak: "gflops" (per dtype) or "gbps".
+    peak: "gflops" (per dtype) or "gbps". `quality(out, expected)` returns accuracy measures
+    beyond the normwise error, by name, recorded in the measurement's check.
     """
 
     name: str
@@ -67,6 +68,7 @@ class Workload:
     options: dict[str, Any] = field(default_factory=dict)
     tolerance_scale: float = 1.0
     peak: str | None = None
+    quality: Callable[[np.ndarray, np.ndarray], dict[str, float]] | None = None
 
     def tolerance(self, dtype: str) -> float:
         """Allowed normwise relative error of the output for `dtype`."""

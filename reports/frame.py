@@ -80,6 +80,7 @@ def _row(m: Measurement, results: Results) -> dict[str, Any]:
         "pct_of_peak": pct_of_peak(m, results.run),
         "check_passed": None if m.check is None else m.check.passed,
         "max_error": None if m.check is None else m.check.max_error,
+        "quality": {} if m.check is None else dict(m.check.quality),
         "ops": {} if placement is None else dict(placement.ops),
         "fallback_ops": [] if placement is None else placement.fallback_ops(),
         "fallbacks": 0 if placement is None else placement.fallbacks,
