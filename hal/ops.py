@@ -864,7 +864,7 @@ declare("sort", EXTENDED, "sort", dt.BOOL + _ORDERED, _sort_ref, _sort_meta("sor
 declare("argsort", EXTENDED, "sort", dt.BOOL + _ORDERED, _argsort_ref,
         _sort_meta("argsort", lambda d: dt.int64), differentiable=False)
 declare("take", EXTENDED, "take", dt.ALL, lambda x, i, *, axis=None: np.take(x, i, axis),
-        _take_meta, promote=(), domain=_take_domain, differentiable=False)
+        _take_meta, promote=(), domain=_take_domain)
 for _name, _fn in (("floor_divide", np.floor_divide), ("remainder", np.remainder)):
     declare(_name, EXTENDED, "binary", _ORDERED, _fn, _binary_meta(_name, _same),
             promote=(0, 1), differentiable=False)

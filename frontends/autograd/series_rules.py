@@ -72,6 +72,12 @@ def _pad(args, params, out, series):
     return S.map_linear(lambda c: call(spec, c, **zero), series[0], out)
 
 
+@series_rule("take")
+def _take(args, params, out, series):
+    spec = ops.spec("take")
+    return S.map_linear(lambda c: call(spec, c, args[1], **params), series[0], out)
+
+
 @series_rule("concat")
 def _concat(args, params, out, series):
     full = _full(args, series)

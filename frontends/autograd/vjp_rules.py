@@ -341,6 +341,31 @@ def _matmul(ct, args, params, out, needs):
             None if gb is None else hal.reshape(gb, b.shape))
 
 
+@vjp_rule("take", args=(1,), out=False)
+def _take_gathered(ct, args, params, out, needs):
+    """The cotangent of the gathered tensor: each slice of ct added into the slice it came from.
+
+    The op set has no scatter-add, so this is a one-hot matmul: (n, k) one-hot of the k
+    indices against the n positions of the axis, times ct seen as (before, k, after).
+    It costs O(k * n * after) time and O(k * n) memory: fine for position and token-type
+    tables and small vocabularies; for a large embedding table freeze it instead
+    (`model.freeze("...word_embeddings")`).
+    """
+    x, idx = args
+    axis = params.get("axis")
+    if axis is None:
+        before, n, after = 1, x.size, 1
+    else:
+        a = axis % x.ndim
+        before, n, after = math.prod(x.shape[:a]), x.shape[a], math.prod(x.shape[a + 1:])
+    flat = hal.reshape(idx, (1, idx.size))
+    flat = hal.where(hal.less(flat, 0), flat + n, flat)
+    positions = hal.reshape(hal.arange(n, dtype=idx.dtype, device=idx.device), (n, 1))
+    one_hot = hal.astype(hal.equal(positions, flat), ct.dtype)
+    g = hal.matmul(one_hot, hal.reshape(ct, (before, idx.size, after)))
+    return (hal.reshape(g, x.shape), None)
+
+
 # -- complex parts ----------------------------------------------------------------------
 @vjp_rule("real", args=False, out=False)
 def _real(ct, args, params, out, needs):

@@ -2,9 +2,51 @@
 
     from frontends import nn
     layer = nn.Linear(384, 1536, activation="gelu")
+    encoder, tokenizer = nn.load_minilm()             # all-MiniLM-L6-v2 on hal's BertModel
+    encoder.encode(["A man is eating food."])         # (1, 384) unit vectors
 """
 
+from .bert import (
+    BertConfig,
+    BertModel,
+    SentenceEncoder,
+    from_hf_state,
+    mean_pool,
+    normalize,
+    tokenize,
+)
 from .layer import Layer
-from .layers import Linear
+from .layers import (
+    MLP,
+    Dropout,
+    Embedding,
+    LayerNorm,
+    Linear,
+    MultiHeadAttention,
+    Sequential,
+    TransformerEncoderLayer,
+)
+from .pretrained import load_bert, load_minilm, load_tokenizer, model_dir
 
-__all__ = ["Layer", "Linear"]
+__all__ = [
+    "MLP",
+    "BertConfig",
+    "BertModel",
+    "Dropout",
+    "Embedding",
+    "Layer",
+    "LayerNorm",
+    "Linear",
+    "MultiHeadAttention",
+    "SentenceEncoder",
+    "Sequential",
+    "TransformerEncoderLayer",
+    "from_hf_state",
+    "load_bert",
+    "load_minilm",
+    "load_tokenizer",
+    "mean_pool",
+    "model_dir",
+    "normalize",
+    "tokenize",
+]

@@ -57,6 +57,7 @@ def _case(rng, device, dtype):
         "broadcast_to": (lambda a: hal.broadcast_to(a, (2, 3, 4)), (y,)),
         "slice": (lambda a: a[::2, 3:0:-2], (x,)),
         "concat": (lambda a, c: hal.concat([a, hal.reshape(c, (1, 4))], axis=0), (x, y)),
+        "take": (lambda a: hal.take(a, t([[0, 2], [-1, 2]], np.int64), axis=1), (x,)),
         "pad": (lambda a: hal.pad(a, ((1, 2), (0, 1)), value=3.0), (x,)),
         "pad-edge": (lambda a: hal.pad(a, ((2, 1), (1, 3)), mode="edge"), (x,), "pad"),
         "pad-wrap": (lambda a: hal.pad(a, ((2, 1), (1, 3)), mode="wrap"), (x,), "pad"),
