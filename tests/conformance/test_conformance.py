@@ -26,7 +26,7 @@ pytestmark = pytest.mark.filterwarnings("error::hal.PluginWarning")  # a broken 
 EXAMPLES = 10
 # TVM compiles a kernel per new shape (~0.5 s each on 2 cores, cold in CI): fewer examples
 # there keep CI in budget; the main job (`hal conformance --examples 10`) runs the full ten
-EXAMPLES_PER_BACKEND = {"tvm": 4}
+EXAMPLES_PER_BACKEND = {"tvm": 4, "onnxruntime": 4}
 BACKENDS = hal.backends()
 CELLS = [(b, s, d) for b in BACKENDS for s in ops.specs() for d in s.dtypes]
 
