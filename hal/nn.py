@@ -200,13 +200,20 @@ _ACTIVATIONS = {
 
 @decomposition("quantized_linear")
 def _quantized_linear(x, weight, weight_scale, bias=None):
-    lo, hi = (float(r(x).numpy()) if x.size else 0.0 for r in (F.min, F.max))
-    scale, zero = ops.dynamic_qparams(lo, hi)
-    device = x.device
-    q = F.quantize_linear(x, Tensor.from_host(np.asarray(scale), device),
-                          Tensor.from_host(np.asarray(zero, np.uint8), device))
-    acc = F.qmatmul(q, weight, a_zero_point=zero)
-    y = F.astype(acc, dt.float32) * (weight_scale * float(scale))
+    """In tensor ops only, so that it traces: x's uint8 scale and zero point as 0-d tensors
+    (ops.dynamic_qparams in float32; the zero point is quantize_linear(-lo, scale, 0)),
+    q @ weight in int32 less zero * the weight's column sums (exact), rescaled."""
+    if x.size:
+        lo, hi = F.minimum(F.min(x), 0.0), F.maximum(F.max(x), 0.0)
+    else:
+        lo = hi = Tensor.from_host(np.zeros((), np.float32), x.device)
+    scale = (hi - lo) / 255.0
+    scale = F.where(F.equal(scale, 0.0), 1.0, scale)
+    zero = F.quantize_linear(-lo, scale, Tensor.from_host(np.zeros((), np.uint8), x.device))
+    q = F.quantize_linear(x, scale, zero)
+    columns = F.sum(weight, axis=0, dtype=dt.int32)
+    acc = F.qmatmul(q, weight) - F.astype(zero, dt.int32) * columns
+    y = F.astype(acc, dt.float32) * (weight_scale * scale)
     return y if bias is None else y + bias
 
 

@@ -162,7 +162,7 @@ class Layer:
                 raise HalError(f"{type(self).__name__}.load_state_dict: parameter {name!r} "
                                f"has shape {tuple(old.shape)}, the file/state has "
                                f"{tuple(array.shape)}")
-            new[name] = Tensor.from_host(np.ascontiguousarray(array, dtype=old.dtype),
+            new[name] = Tensor.from_host(np.array(array, dtype=old.dtype, order="C"),
                                          old.device)
         self.update(new)
 
@@ -170,7 +170,8 @@ class Layer:
         """Write the state dict as a safetensors file."""
         from safetensors.numpy import save_file
 
-        save_file({n: np.ascontiguousarray(t.numpy()) for n, t in self.state_dict().items()},
+        state = self.state_dict()
+        save_file({n: np.require(t.numpy(), requirements="C") for n, t in state.items()},
                   str(path))
 
     def load(self, path: str | Path, strict: bool = True) -> Layer:
