@@ -255,6 +255,8 @@ def call(spec: ops.OpSpec, *args, **params) -> Tensor:
         raise HalError(f"{spec.name}: bad arguments ({why}); {_signature(spec)}") from None
     if len(out[0]) > shapes.MAX_RANK:
         shapes.check_rank(spec.name, out[0])
+    if out[1] is not key_dtype and out[1] != key_dtype:  # a result the device cannot hold
+        device.check_dtype(out[1], spec.name)
     return _stack[-1].process(spec, device, args, params, out)[0]
 
 

@@ -13,10 +13,8 @@ from hal import dtypes as dt
 
 # op -> dtypes for which the CPU EP has kernels for the whole exported node and gives the
 # op reference's answer. Derived with onnxruntime 1.32.0 (onnx 1.23, opset 20) on an AVX2
-# x86-64 CPU by `python -m backends.onnxruntime.probe`: the conformance kit on every op x
-# dtype that hal.onnx exports, keeping the cells that pass and leaving out probe.KNOWN_GAPS
-# (float max/min: NaN; quantized_linear: int8 saturation without VNNI) and roll (passes on
-# two dtypes by luck: its export fails for empty tensors).
+# x86-64 CPU without VNNI by `python -m backends.onnxruntime.probe --examples 25`: the
+# conformance kit on every op x dtype that hal.onnx exports, keeping the cells that pass.
 SUPPORTED: dict[str, tuple[str, ...]] = {
     "negative": ("int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
     "abs": ("int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
@@ -41,9 +39,11 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
     "astype": ("bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32",
         "float64"),
     "sum": ("bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
-    "max": ("bool", "int8", "uint8", "int32", "int64"),
-    "min": ("bool", "int8", "uint8", "int32", "int64"),
+    "max": ("bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
+    "min": ("bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
     "reshape": ("bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32",
+        "float64"),
+    "permute_dims": ("bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32",
         "float64"),
     "broadcast_to": ("bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
     "slice": ("bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32",
@@ -54,7 +54,8 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
     "matmul": ("int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
     "quantize_linear": ("float16", "bfloat16", "float32", "float64"),
     "dequantize_linear": ("int8", "uint8"),
-    "qmatmul": ("int8",),
+    "qmatmul": ("int8", "uint8"),
+    "quantized_linear": ("float32",),
     "mean": ("float16", "float32", "float64"),
     "var": ("float16", "float32", "float64"),
     "softmax": ("float16", "float32", "float64"),
@@ -66,6 +67,8 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
     "relu": ("int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
     "linear": ("float16", "float32"),
     "scaled_dot_product_attention": ("float16", "float32", "float64"),
+    "roll": ("bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32",
+        "float64"),
     "isnan": ("int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"),
     "isinf": ("int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"),
     "isfinite": ("int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"),

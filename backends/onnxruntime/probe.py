@@ -3,11 +3,10 @@
     python -m backends.onnxruntime.probe [--examples N]
 
 Every op gets the session kernel for every dtype it accepts (complex excepted) on a probe
-device, and the conformance kit checks each
-cell there. The cells that pass are printed as the table for kernels.py; the others are
-listed with why: no ONNX export, no ONNX Runtime kernel (NOT_IMPLEMENTED), a result that
-differs from the reference (a semantic gap to fix in the export or to report), or a gap
-in KNOWN_GAPS, which the kit's random inputs may miss.
+device, and the conformance kit checks each cell there. The cells that pass are printed as
+the table for kernels.py; the others are listed with why: no ONNX export, no ONNX Runtime
+kernel (NOT_IMPLEMENTED), or a result that differs from the reference (a semantic gap to
+fix in the export or to report).
 """
 
 from __future__ import annotations
@@ -21,14 +20,6 @@ from hal import ops
 
 from . import OnnxRuntimeBackend
 from .kernels import table
-
-_NAN_REDUCE = "ReduceMax/ReduceMin skip a NaN that does not come first; numpy propagates it"
-# (op, dtype) -> why, found by hand with onnxruntime 1.32.0 on an AVX2 CPU without VNNI
-KNOWN_GAPS = {
-    **{(op, d): _NAN_REDUCE for op in ("max", "min") for d in ("float16", "float32", "float64")},
-    ("quantized_linear", "float32"): "its uint8 x int8 MatMulInteger saturates 16-bit pair "
-                                     "sums on CPUs without VNNI (qmatmul on uint8 shows it)",
-}
 
 
 def candidates() -> dict[str, tuple[str, ...]]:
@@ -49,9 +40,6 @@ def probe(examples: int) -> tuple[dict[str, tuple[str, ...]], list[str]]:
     failed = []
     for op, dtypes in candidates().items():
         for name in dtypes:
-            if (op, name) in KNOWN_GAPS:
-                failed.append(f"{op} {name}: known gap: {KNOWN_GAPS[op, name]}")
-                continue
             cell = kit.check_cell(device, ops.spec(op), dt.dtype(name), examples)
             if cell.status == kit.PASS and cell.ran == "kernel":
                 passed[op] = (*passed.get(op, ()), name)

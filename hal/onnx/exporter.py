@@ -6,6 +6,10 @@ DynamicQuantizeLinear/MatMulInteger/Cast/Mul chain ONNX Runtime's quantize_dynam
 primitives to the obvious op; a fused node is exported as its body, inline. Every ONNX node
 is named "n<index>.<hal op>/<ONNX op>[.k]" after the hal node it comes from.
 
+A uint8 x int8 product (qmatmul, quantized_linear) is written as uint8 x uint8 MatMulInteger
+(the weight and its zero point shifted by 128), except for a constant weight within 7 bits:
+ONNX Runtime's uint8 x int8 kernel saturates 16-bit pair sums on x86-64 CPUs without VNNI.
+
 Where ONNX and hal (numpy) semantics differ, the model computes hal's (NaN in max, min,
 argmax and argmin; floor_divide and remainder of floats; integer floor_divide; casts of
 bool; stable sorts), except float to integer casts of values out of range, undefined in
@@ -76,7 +80,7 @@ def to_onnx(graph: Graph, *, opset: int = OPSET, input_names=None, output_names=
         b.nodes, name,
         [_value_info(n, s, d) for n, (s, d) in zip(input_names, graph.inputs)],
         [_value_info(n, s, d) for n, (s, d) in zip(output_names, outputs)],
-        b.initializers)
+        b.used_initializers())
     opsets = [helper.make_opsetid("", opset)]
     model = helper.make_model(onnx_graph, opset_imports=opsets, producer_name="hal",
                               ir_version=helper.find_min_ir_version_for(opsets))
@@ -117,7 +121,13 @@ class _Builder:
         self.taken = set(reserved)
         self.counts: dict[str, int] = {}  # hint -> the next suffix to try
         self.produced: set[str] = set()  # values made by nodes (renamable to outputs)
+        self.constants: dict[str, np.ndarray] = {}  # initializer name -> its value
         self.scope = ""  # "n<index>.<op>" of the hal node being exported
+
+    def used_initializers(self) -> list[onnx.TensorProto]:
+        """The initializers some node reads (a weight exported in another form is not)."""
+        used = {x for node in self.nodes for x in node.input}
+        return [t for t in self.initializers if t.name in used]
 
     def fresh(self, hint: str) -> str:
         """A new unique name starting with hint."""
@@ -135,6 +145,7 @@ class _Builder:
         array = np.asarray(value, dtype=dtype)
         name = self.fresh(f"{self.scope}.c" if self.scope else "c")
         self.initializers.append(numpy_helper.from_array(array, name))
+        self.constants[name] = array
         return name
 
     def ints(self, values) -> str:
@@ -376,6 +387,8 @@ def _reshape(b, node, x, meta):
 @_handles("permute_dims")
 def _permute_dims(b, node, x, meta):
     ndim = len(meta[0][0])
+    if not ndim:  # ONNX cannot write an empty perm
+        return x[0]
     return b.op("Transpose", x, perm=[a % ndim for a in node.params["axes"]])
 
 
@@ -423,6 +436,8 @@ def _rotate(b, x: str, axis: int, n: int, shift: int) -> str:
 def _roll(b, node, x, meta):
     shape = meta[0][0]
     axis, shift = node.params.get("axis"), node.params["shift"]
+    if not math.prod(shape):  # nothing to move
+        return x[0]
     if axis is None:
         flat = b.op("Reshape", [x[0], b.ints([-1])])
         rolled = _rotate(b, flat, 0, math.prod(shape), sum(np.atleast_1d(shift)))
@@ -430,7 +445,7 @@ def _roll(b, node, x, meta):
     v = x[0]
     for a, s in zip(np.atleast_1d(axis), np.atleast_1d(shift)):
         a = shapes.axis("roll", int(a), len(shape))
-        v = _rotate(b, v, a, shape[a], int(s)) if shape[a] else v
+        v = _rotate(b, v, a, shape[a], int(s))
     return v
 
 
@@ -627,11 +642,34 @@ def _dequantize_linear(b, node, x, meta):
     return b.op("DequantizeLinear", x, axis=node.params.get("axis", -1))
 
 
+_EXACT_INT8 = 64
+"""uint8 x int8 pair sums stay within 16 bits for int8 values of at most this magnitude."""
+
+
+def _uint8_weight(b, w: str, zero_point: int) -> tuple[str, str]:
+    """The int8 right operand of a uint8 x int8 MatMulInteger and its zero point, as uint8
+    (w + 128, zero_point + 128: the same differences), unless w is a constant within
+    7 bits (kept as the int8 that quantize_dynamic writes)."""
+    value = b.constants.get(w)
+    if value is not None and np.abs(value.astype(np.int16)).max(initial=0) <= _EXACT_INT8:
+        return w, b.const(zero_point, dt.int8)
+    if value is not None:
+        shifted = b.const((value.astype(np.int16) + 128).astype(np.uint8))
+    else:
+        wide = b.op("Add", [b.cast(w, dt.int8, dt.int32), b.const(128, dt.int32)])
+        shifted = b.cast(wide, dt.int32, dt.uint8)
+    return shifted, b.const(zero_point + 128, dt.uint8)
+
+
 @_handles("qmatmul")
 def _qmatmul(b, node, x, meta):
-    zero_points = [b.const(node.params.get(p, 0), m[1])
-                   for p, m in zip(("a_zero_point", "b_zero_point"), meta)]
-    return b.op("MatMulInteger", [*x, *zero_points])
+    a_zero = b.const(node.params.get("a_zero_point", 0), meta[0][1])
+    w_zero = node.params.get("b_zero_point", 0)
+    if meta[0][1] == dt.uint8:
+        w, w_zero = _uint8_weight(b, x[1], w_zero)
+    else:  # int8 x int8 is exact
+        w, w_zero = x[1], b.const(w_zero, dt.int8)
+    return b.op("MatMulInteger", [x[0], w, a_zero, w_zero])
 
 
 @_handles("quantized_linear")
@@ -639,7 +677,8 @@ def _quantized_linear(b, node, x, meta):
     """As ONNX Runtime's quantize_dynamic writes a MatMul: x quantized to uint8 at run time,
     integer product, scaled back by x's scale times the weight's per-column scales."""
     xq, x_scale, x_zero = b.op("DynamicQuantizeLinear", [x[0]], outputs=3)
-    acc = b.op("MatMulInteger", [xq, x[1], x_zero, b.const(0, dt.int8)])
+    w, w_zero = _uint8_weight(b, x[1], 0)
+    acc = b.op("MatMulInteger", [xq, w, x_zero, w_zero])
     scale = b.op("Mul", [x_scale, x[2]])
     y = b.op("Mul", [b.op("Cast", [acc], to=TensorProto.FLOAT), scale])
     return b.op("Add", [y, x[3]]) if len(x) > 3 and x[3] is not None else y

@@ -82,6 +82,8 @@ def test_complex_data_is_refused(dev):
 
 
 _F32 = RNG.standard_normal((3, 4)).astype(np.float32)
+_FULL_INT8 = np.repeat(np.int8([[-128, 127, 0]]), 1536, axis=0) + \
+    RNG.integers(0, 2, (1536, 3)).astype(np.int8) * np.int8([1, -1, 1])
 _CASES = [  # (op, operands, params)
     ("add", [_F32, np.float32(2.5)], {}),
     ("add", [np.arange(6, dtype=np.int8).reshape(2, 3), np.int8(120)], {}),  # wraps as numpy
@@ -104,6 +106,13 @@ _CASES = [  # (op, operands, params)
     ("argsort", [np.array([3, 1, 2, 1], np.int32)], {"descending": True}),
     ("qmatmul", [RNG.integers(-128, 128, (3, 8)).astype(np.int8),
                  RNG.integers(-128, 128, (8, 2)).astype(np.int8)], {"b_zero_point": 3}),
+    # full-range uint8 x int8 at K = 1536: pair sums past 16 bits (exact as uint8 x uint8)
+    ("qmatmul", [np.full((2, 1536), 255, np.uint8), _FULL_INT8], {"a_zero_point": 3}),
+    ("quantized_linear", [RNG.standard_normal((2, 1536)).astype(np.float32) * 4, _FULL_INT8,
+                          np.float32([0.01, 0.02, 0.03]), None], {}),
+    ("max", [np.float32([[1, np.nan, 3], [2, 5, -np.inf]])], {"axis": 1}),
+    ("permute_dims", [np.float32(1.5)], {"axes": ()}),
+    ("roll", [np.zeros((0, 3), np.int32)], {"shift": 2}),
 ]
 
 

@@ -60,6 +60,10 @@ CASES = {
         hal.pad(x, ((0, 2), (1, 1)), mode="edge"), hal.pad(x, ((1, 2), (3, 1)), mode="wrap"),
         hal.roll(x, 2, axis=1), hal.roll(x, -5), hal.take(x, i, axis=1), hal.take(x, i)),
         [_f32(3, 4), np.array([[0, -1], [3, 2]], np.int64)]),
+    "0-d and empty": (lambda s, e: (
+        hal.permute_dims(s * 2.0, ()), hal.roll(s - 1.0, 3), hal.roll(e * 2.0, 2),
+        hal.roll(e - 1.0, 1, axis=1), hal.permute_dims(e + 1.0, (1, 0))),
+        [np.array(2.5, np.float32), np.zeros((0, 3), np.float32)]),
     "sorting": (lambda x: (
         hal.sort(x, axis=1), hal.argsort(x, axis=1), hal.sort(x, axis=0, descending=True),
         hal.argsort(x, axis=1, descending=True)),
@@ -84,12 +88,55 @@ CASES = {
         hal.dequantize_linear(a, s[0], hal.asarray(np.uint8(7))),
         hal.qmatmul(a, w, a_zero_point=128, b_zero_point=3),
         hal.nn.quantized_linear(x, w, ws, b), hal.nn.quantized_linear(x[:, :2] * 0.0, w[:2], ws)),
-        # weights within 7 bits: ONNX Runtime's u8 x s8 kernel saturates int16 pair sums
-        # on CPUs without VNNI, so full-range weights would compare its rounding, not hal's
         [_f32(3, 8, scale=30.0), np.array([0.5, 1.0, 2.0], np.float32),
-         _ints(0, 256, (3, 8), np.uint8), _ints(-64, 64, (8, 5), np.int8),
+         _ints(0, 256, (3, 8), np.uint8), _ints(-128, 128, (8, 5), np.int8),
          np.array([0.01, 0.02, 0.015, 0.03, 0.01], np.float32), _f32(5)]),
 }
+
+
+def _full_range_int8(k: int):
+    """uint8 and int8 activations and int8 weights over their whole ranges, K = k, with a
+    row and columns at the extremes (whose uint8 x int8 pair sums overflow 16 bits)."""
+    a = _ints(0, 256, (4, k), np.uint8)
+    s = _ints(-128, 128, (4, k), np.int8)
+    w = _ints(-128, 128, (k, 6), np.int8)
+    a[0], s[0], w[:, 0], w[:, 1] = 255, -128, -128, 127
+    return a, s, w
+
+
+def test_int8_products_are_exact_in_onnxruntime_over_the_full_range():
+    a, s, w = _full_range_int8(1536)
+    x = _f32(4, 1536, scale=3.0)
+    ws, bias = np.float32(np.linspace(0.01, 0.02, 6)), _f32(6)
+    cases = [  # (function, its arguments)
+        (lambda p, q: hal.qmatmul(p, q, a_zero_point=7, b_zero_point=-128), [a, w]),
+        (lambda p: hal.qmatmul(p, hal.asarray(w), a_zero_point=128, b_zero_point=3), [a]),
+        (lambda p, q: hal.qmatmul(p, q, a_zero_point=-5, b_zero_point=127), [s, w]),
+        (hal.nn.quantized_linear, [x, w, ws, bias]),
+        (lambda p: hal.nn.quantized_linear(p, hal.asarray(w), hal.asarray(ws)), [x]),
+    ]
+    for k, (fn, args) in enumerate(cases):
+        tensors = _tensors(args)
+        got = _ort_run(hal.onnx.export(fn, *tensors), {f"input_{i}": v
+                                                        for i, v in enumerate(args)})[0]
+        want = fn(*tensors).numpy()
+        if want.dtype == np.int32:
+            np.testing.assert_array_equal(got, want, err_msg=f"case {k}")
+        else:  # float32 rounding of the same integer sums
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-4, err_msg=f"case {k}")
+
+
+def test_a_constant_int8_weight_is_kept_in_7_bits_and_shifted_beyond():
+    x = hal.asarray(_f32(2, 8))
+    ws = hal.asarray(np.full(3, 0.1, np.float32))
+
+    def weight_types(w):
+        model = hal.onnx.export(lambda v: hal.nn.quantized_linear(v, hal.asarray(w), ws), x)
+        return [numpy_helper.to_array(t).dtype.name for t in model.graph.initializer
+                if len(t.dims) == 2]
+
+    assert weight_types(_ints(-64, 65, (8, 3), np.int8)) == ["int8"]  # quantize_dynamic's
+    assert weight_types(_ints(-128, 128, (8, 3), np.int8)) == ["uint8"]
 
 
 def _tensors(args, device=None):
