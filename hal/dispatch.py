@@ -88,6 +88,8 @@ class Eager(Interpreter):
         kernel = device._kernels.get((spec.name, key_dtype))
         if kernel is None:
             return _without_kernel(spec, device, key_dtype, args, params)
+        if out[1] is not key_dtype and out[1] != key_dtype:  # a result the device cannot hold
+            device.check_dtype(out[1], spec.name)
         if _recorders:
             _record(spec.name, device, key_dtype, "kernel")
         if getattr(kernel, "takes_meta", False):
@@ -255,8 +257,6 @@ def call(spec: ops.OpSpec, *args, **params) -> Tensor:
         raise HalError(f"{spec.name}: bad arguments ({why}); {_signature(spec)}") from None
     if len(out[0]) > shapes.MAX_RANK:
         shapes.check_rank(spec.name, out[0])
-    if out[1] is not key_dtype and out[1] != key_dtype:  # a result the device cannot hold
-        device.check_dtype(out[1], spec.name)
     return _stack[-1].process(spec, device, args, params, out)[0]
 
 
