@@ -100,3 +100,22 @@ def test_minilm_matches_sentence_transformers(minilm):
     reference = st.SentenceTransformer(str(nn.model_dir()), device="cpu")
     want = reference.encode(SENTENCES, normalize_embeddings=True)
     np.testing.assert_allclose(minilm[0].encode(SENTENCES), want, atol=1e-4)
+
+
+def test_exported_minilm_runs_in_onnx_runtime_and_loads_back(minilm, tmp_path):
+    """The real model through hal.onnx: ONNX Runtime on the exported graph, and the file
+    loaded back into hal, both equal hal eager."""
+    ort = pytest.importorskip("onnxruntime")
+    encoder, tokenizer, _, _ = minilm
+    tokens = nn.tokenize(tokenizer, SENTENCES[:2], max_length=16)
+    ids, mask = (hal.asarray(tokens[k]) for k in ("input_ids", "attention_mask"))
+    eager = encoder(ids, mask).numpy()
+    path = tmp_path / "minilm.onnx"
+    hal.onnx.export(lambda i, m: encoder(i, m), ids, mask, path=path,
+                    input_names=["input_ids", "attention_mask"], output_names=["embedding"])
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got = session.run(None, {"input_ids": tokens["input_ids"],
+                             "attention_mask": tokens["attention_mask"]})[0]
+    np.testing.assert_allclose(got, eager, atol=2e-5)
+    loaded = hal.onnx.load(path)(ids, mask)[0].numpy()
+    np.testing.assert_allclose(loaded, eager, atol=2e-5)
