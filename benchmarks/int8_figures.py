@@ -106,35 +106,13 @@ def _ort_call(session, ids: np.ndarray, mask: np.ndarray) -> Callable:
     return lambda: session.run(None, feed)[0]
 
 
-def ort_sessions(ids: np.ndarray, mask: np.ndarray, variants: dict[str, dict]) -> dict:
-    """ONNX Runtime CPU sessions of hal's exported FP32 MiniLM for inputs shaped like ids and
-    mask, by variant: {"per_channel": bool} quantizes it with quantize_dynamic, {} keeps it
-    FP32; "exact_int8" passes on to `quant.peers.ort_session`."""
-    sessions = {}
-    with tempfile.TemporaryDirectory(prefix="hal-int8-figures-") as directory:
-        fp32 = suite.export_minilm(Path(directory) / "fp32.onnx", suite.model(hal.device("cpu")),
-                                   ids, mask)
-        for name, variant in variants.items():
-            path = fp32
-            if "per_channel" in variant:
-                path = quant.peers.ort_quantize_dynamic(
-                    fp32, Path(directory) / f"int8-{variant['per_channel']}.onnx",
-                    per_channel=variant["per_channel"])
-            sessions[name] = quant.peers.ort_session(path, exact_int8=variant.get("exact_int8"))
-    return sessions
-
-
 # -- (1) throughput -----------------------------------------------------------------------------
-def _rate(row: dict, batch: int) -> float | None:
-    return batch / row["median_s"] if "median_s" in row else None
-
-
 def _pair(fp32: dict, int8: dict, batch: int) -> dict:
     """FP32 and INT8 rows with samples/s and the INT8/FP32 speed ratio."""
     out = {"fp32": fp32, "int8": int8}
     for row in (fp32, int8):
         if "median_s" in row:
-            row["samples_per_s"] = _rate(row, batch)
+            row["samples_per_s"] = batch / row["median_s"]
     if "median_s" in fp32 and "median_s" in int8:
         out["int8/fp32"] = fp32["median_s"] / int8["median_s"]
     return out
@@ -155,7 +133,7 @@ def figure_throughput(devices: list[hal.Device], repeats: int) -> dict:
                 calls[(device.name, precision)] = _hal_call(suite.encoder(device, precision),
                                                             ids, mask, device)
         try:
-            sessions = ort_sessions(ids, mask, {"fp32": {}, "int8": {"per_channel": True}})
+            sessions = suite.ort_sessions(ids, mask, {"fp32": {}, "int8": {"per_channel": True}})
             for precision, session in sessions.items():
                 calls[(PEER, precision)] = _ort_call(session, ids, mask)
         except hal.HalError as e:
@@ -235,7 +213,7 @@ def _peer_retention(ids, mask, expected, topics) -> dict:
     if not quant.peers.has_vnni():
         variants["int8 per-channel, u8 x s8 default (int16 sums)"] = {
             "per_channel": True, "exact_int8": False}
-    sessions = ort_sessions(ids, mask, variants)
+    sessions = suite.ort_sessions(ids, mask, variants)
     outputs = {name: _ort_call(s, ids, mask)() for name, s in sessions.items()}
     fp32 = outputs.pop("fp32")
     row = {"fp32_cosine_min_to_reference": suite.cosine_quality(fp32, expected)["cosine_min"]}
@@ -313,19 +291,21 @@ def _rate_text(row: dict) -> str:
         return f"skipped: {row['skipped']}"
     if "samples_per_s" not in row:
         return "-"
-    return f"{row['samples_per_s']:7.1f}  (cos {row['cosine_min']:.4f})"
+    batch_rates = sorted(row["samples_per_s"] * row["median_s"] / t for t in row["samples_s"])
+    return (f"{row['samples_per_s']:6.1f} ({batch_rates[0]:.1f}-{batch_rates[-1]:.1f}) "
+            f"cos {row['cosine_min']:.4f}")
 
 
 def _throughput_text(f: dict) -> list[str]:
     claim = f["claim"]
     lines = [f"(1) Throughput, samples/s, seq {f['seq']}; medians of {f['repeats']} calls, rows "
              f"in turn  [{_load(f)}]",
-             f"  claim: {claim['fp32']:.0f} -> {claim['int8']:.0f} samples/s "
-             f"({claim['int8/fp32']:.2f}x), {claim['text']}",
+             f"  claim: {claim['text']}",
              f"  batch {suite.LARGE_BATCH} on the {' and '.join(suite.LARGE_BATCH_BACKENDS)} "
              "backends only (as the int8 suite)"]
     for batch, rows in f["batches"].items():
-        lines.append(f"  batch {batch}:{'':<24}{'FP32':>26}{'INT8':>26}   INT8/FP32")
+        lines.append(f"  batch {batch}:{'':<21}{'FP32 median (range)':>33}"
+                     f"{'INT8 median (range)':>33}   INT8/FP32")
         for name, r in rows.items():
             if name == "best_hal_int8_vs_ort_int8":
                 continue
@@ -334,7 +314,7 @@ def _throughput_text(f: dict) -> list[str]:
                 lines.append(f"    {label:<28} skipped: {r['skipped']}")
                 continue
             ratio = f"{r['int8/fp32']:.2f}x" if "int8/fp32" in r else "-"
-            lines.append(f"    {label:<28}{_rate_text(r['fp32']):>26}{_rate_text(r['int8']):>26}"
+            lines.append(f"    {label:<28}{_rate_text(r['fp32']):>33}{_rate_text(r['int8']):>33}"
                          f"   {ratio}")
         best = rows["best_hal_int8_vs_ort_int8"]
         if best:
@@ -358,8 +338,8 @@ def _retention_text(f: dict) -> list[str]:
         if "skipped" in row:
             lines.append(f"  {label}: skipped: {row['skipped']}")
             continue
-        lines.append(f"  {label} (FP32 cosine to the reference >= "
-                     f"{row['fp32_cosine_min_to_reference']:.6f})")
+        lines.append(f"  {label} (its FP32 against the numpy reference: 1 - cosine <= "
+                     f"{1 - row['fp32_cosine_min_to_reference']:.1e})")
         for variant, r in row.items():
             if variant == "fp32_cosine_min_to_reference":
                 continue

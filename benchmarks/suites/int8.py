@@ -158,16 +158,32 @@ def export_minilm(path, sentence_encoder, ids: np.ndarray, mask: np.ndarray) -> 
     return Path(path)
 
 
+def ort_sessions(ids: np.ndarray, mask: np.ndarray, variants: dict[str, dict]) -> dict:
+    """ONNX Runtime CPU sessions of hal's exported FP32 MiniLM for inputs shaped like ids and
+    mask, by variant: {"per_channel": bool} quantizes it with quantize_dynamic, {} keeps it
+    FP32; "exact_int8" passes on to `quant.peers.ort_session`."""
+    sessions = {}
+    with tempfile.TemporaryDirectory(prefix="hal-int8-") as directory:
+        fp32 = export_minilm(Path(directory) / "fp32.onnx", model(hal.device("cpu")),
+                                   ids, mask)
+        files = {None: fp32}
+        for name, variant in variants.items():
+            per_channel = variant.get("per_channel")
+            if per_channel not in files:
+                files[per_channel] = quant.peers.ort_quantize_dynamic(
+                    fp32, Path(directory) / f"int8-per-channel-{per_channel}.onnx",
+                    per_channel=per_channel)
+            sessions[name] = quant.peers.ort_session(files[per_channel],
+                                                     exact_int8=variant.get("exact_int8"))
+    return sessions
+
+
 @functools.cache
 def _ort_sessions(batch: int) -> dict:
     """ONNX Runtime CPU sessions {"fp32", "int8"} of hal's exported MiniLM at (batch, SEQ)."""
     t = tokens(batch)
-    with tempfile.TemporaryDirectory(prefix="hal-int8-") as directory:
-        fp32 = export_minilm(Path(directory) / "minilm-fp32.onnx", model(hal.device("cpu")),
-                             t["input_ids"], t["attention_mask"])
-        int8 = quant.peers.ort_quantize_dynamic(fp32, Path(directory) / "minilm-int8.onnx",
-                                                per_channel=True)
-        return {"fp32": quant.peers.ort_session(fp32), "int8": quant.peers.ort_session(int8)}
+    return ort_sessions(t["input_ids"], t["attention_mask"],
+                        {"fp32": {}, "int8": {"per_channel": True}})
 
 
 def _ort_run(precision: str):

@@ -44,8 +44,9 @@ def bert_forward(state, config, ids, mask=None, types=None):
         scaled = centred / np.sqrt((centred ** 2).mean(-1, keepdims=True) + eps)
         return scaled * w[name + ".weight"] + w[name + ".bias"]
 
-    def dense(x, name):
-        return x @ w[name + ".weight"].T + w[name + ".bias"]
+    def dense(x, name):  # one 2-D GEMM: a 3-D @ 2-D matmul loops over the batch
+        y = x.reshape(-1, x.shape[-1]) @ w[name + ".weight"].T + w[name + ".bias"]
+        return y.reshape(*x.shape[:-1], -1)
 
     def split(x):
         return x.reshape(batch, seq, heads, -1).transpose(0, 2, 1, 3)

@@ -328,7 +328,8 @@ def _mean(b, node, x, meta):
 def _var(b, node, x, meta):
     axes, keepdims = _axes(node, meta), node.params.get("keepdims", False)
     shape, dtype = meta[0]
-    count = math.prod(shape[a] for a in axes) - node.params.get("correction", 0)
+    # numpy divides by max(N - correction, 0): inf (NaN for a constant input) at or beyond N
+    count = max(math.prod(shape[a] for a in axes) - node.params.get("correction", 0), 0)
     centred = b.op("Sub", [x[0], b.reduce("ReduceMean", x[0], axes, True)])
     squares = b.reduce("ReduceSum", b.op("Mul", [centred, centred]), axes, keepdims)
     return b.op("Div", [squares, b.const(count, dtype)])

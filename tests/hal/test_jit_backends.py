@@ -63,7 +63,9 @@ def test_jit_gives_eager_answers(device, case):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=rtol, atol=rtol)
         np.testing.assert_array_equal(a.numpy(), g.numpy())
     hows = {how for *_, how in where.records}
-    assert hows <= {"compiled", "kernel", "fallback", "unfused"}
+    # a whole-graph runtime names where its session ran (ONNX Runtime: the execution provider)
+    session = {device.capabilities.name} if device.backend.name == "onnxruntime" else set()
+    assert hows <= {"compiled", "kernel", "fallback", "unfused"} | session
     if device.backend.name in ("cpu", "opencl", "tvm") and case == "chain":
         assert ("fused(multiply,add,tanh,negative,exp,multiply,subtract)", device.name,
                 "float32", "compiled") in where.records
