@@ -10,7 +10,7 @@ The op set (hal/ops.py) has numpy reference semantics; backends plug in through 
 
 import math
 
-from . import fft, nn, onnx, ops, random, trace
+from . import collectives, fft, nn, onnx, ops, random, trace
 from .creation import (
     arange,
     asarray,

@@ -18,8 +18,12 @@ class KernelTable:
     """A backend's kernels: op name -> function on device-native arrays, per dtype."""
 
     def __init__(self, backend: str):
+        from . import collectives
+
         self.backend = backend
         self._entries: dict[tuple[str, np.dtype], tuple[Kernel, bool]] = {}
+        for op in collectives.OPS:  # through host memory unless the backend registers its own
+            self.register(op)(collectives.staged_kernel(op))
 
     def register(self, op: str, dtypes: Iterable | None = None, *, device_arg: bool = True):
         """Decorator: `fn(device, *natives, **params) -> native` for `op` on `dtypes`.

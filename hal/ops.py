@@ -870,3 +870,69 @@ for _name, _fn in (("floor_divide", np.floor_divide), ("remainder", np.remainder
             promote=(0, 1), differentiable=False)
 declare("clip", COMPOSITE, "clip", _ORDERED, _clip_ref, _clip_meta, promote=(),
         differentiable=False)
+
+
+# -- collectives (hal/collectives.py: groups, conjugate pairs) ---------------------------------
+def _group_of(group):
+    from . import collectives
+
+    return collectives.group(group)
+
+
+def _chunked(op, group, x, axis):
+    """(shape with axis divided over the group's ranks, axis); ShapeError when uneven."""
+    from . import collectives
+
+    a = shapes.axis(op, axis, x.ndim)
+    shape = list(x.shape)
+    shape[a] = collectives.chunk(op, group, shape[a], a)
+    return shape, a
+
+
+def _whole_meta(x, *, group):
+    _group_of(group)
+    return tuple(x.shape), x.dtype
+
+
+def _all_gather_meta(x, *, group, axis=0):
+    a = shapes.axis("all_gather", axis, x.ndim)
+    shape = list(x.shape)
+    shape[a] *= _group_of(group).size
+    return tuple(shape), x.dtype
+
+
+def _chunk_meta(op):
+    def meta(x, *, group, axis=0):
+        return tuple(_chunked(op, group, x, axis)[0]), x.dtype
+
+    return meta
+
+
+def _all_to_all_meta(x, *, group, split_axis, concat_axis):
+    shape, _ = _chunked("all_to_all", group, x, split_axis)
+    shape[shapes.axis("all_to_all", concat_axis, x.ndim)] *= _group_of(group).size
+    return tuple(shape), x.dtype
+
+
+def _on_group(method):
+    def reference(x, *, group, **axes):
+        return getattr(_group_of(group), method)(x, **axes)
+
+    return reference
+
+
+def _split_ref(x, *, group, axis=0):
+    shape, a = _chunked("split_to_group", group, x, axis)
+    n, rank = shape[a], _group_of(group).rank
+    return np.take(x, np.arange(rank * n, (rank + 1) * n), axis=a)
+
+
+for _name, _ref, _meta, _dtypes in (
+        ("all_reduce", _on_group("all_reduce"), _whole_meta, dt.NUMERIC),
+        ("all_gather", _on_group("all_gather"), _all_gather_meta, dt.ALL),
+        ("reduce_scatter", _on_group("reduce_scatter"), _chunk_meta("reduce_scatter"),
+         dt.NUMERIC),
+        ("all_to_all", _on_group("all_to_all"), _all_to_all_meta, dt.ALL),
+        ("copy_to_group", lambda x, *, group: x, _whole_meta, dt.ALL),
+        ("split_to_group", _split_ref, _chunk_meta("split_to_group"), dt.ALL)):
+    declare(_name, EXTENDED, "collective", _dtypes, _ref, _meta, promote=())

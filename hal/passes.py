@@ -15,7 +15,7 @@ import math
 import warnings
 from dataclasses import replace
 
-from . import ops
+from . import collectives, ops
 from .dispatch import EAGER, _decompositions, interpret
 from .errors import PluginWarning
 from .graph import ELEMENTWISE, FUSED, REDUCTIONS, Graph, Node
@@ -110,11 +110,15 @@ def _trace_decomposition(graph: Graph, node: Node, device) -> Graph:
 
 # -- constant folding, CSE, DCE ------------------------------------------------------------------
 def fold_constants(graph: Graph) -> Graph:
-    """Nodes whose operands are all constants computed now, on the constants' device."""
+    """Nodes whose operands are all constants computed now, on the constants' device.
+
+    Collectives are never folded: they run when the graph runs, on every rank together.
+    """
     out = _Rebuild(graph)
     for i, node in enumerate(graph.nodes):
         refs = [out._remap(r) for r in node.inputs]
-        if node.op == FUSED or not refs or any(r is not None and r[0] != "const" for r in refs):
+        if node.op == FUSED or not refs or any(r is not None and r[0] != "const" for r in refs) \
+                or node.op in collectives.OPS:
             out.add(i, node)
             continue
         args = [None if r is None else out.constants[r[1]] for r in refs]

@@ -49,7 +49,8 @@ def _one(like):
 
 # -- linear ops: the op itself on every coefficient -------------------------------------
 _LINEAR = ("negative", "reshape", "permute_dims", "broadcast_to", "slice", "real", "imag",
-           "conj", "fftn", "ifftn", "rfftn", "irfftn", "sum", "mean", "roll", "astype")
+           "conj", "fftn", "ifftn", "rfftn", "irfftn", "sum", "mean", "roll", "astype",
+           *hal.collectives.OPS)
 
 
 def _make_linear(name):

@@ -426,3 +426,30 @@ def _irfftn(ct, args, params, out, needs):
     shape = [1] * x.ndim
     shape[last] = m
     return (spectrum * hal.asarray(weight.reshape(shape), device=x.device),)
+
+
+# -- collectives: conjugate pairs (hal/collectives.py; Megatron's f and g) ----------------------
+@vjp_rule("all_reduce", args=False, out=False)
+def _all_reduce(ct, args, params, out, needs):
+    return (hal.collectives.copy_to_group(ct, group=params["group"]),)
+
+
+@vjp_rule("copy_to_group", args=False, out=False)
+def _copy_to_group(ct, args, params, out, needs):
+    return (hal.collectives.all_reduce(ct, group=params["group"]),)
+
+
+@vjp_rule("all_gather", args=False, out=False)
+def _all_gather(ct, args, params, out, needs):
+    return (hal.collectives.split_to_group(ct, group=params["group"], axis=params["axis"]),)
+
+
+@vjp_rule("split_to_group", "reduce_scatter", args=False, out=False)
+def _split_to_group(ct, args, params, out, needs):
+    return (hal.collectives.all_gather(ct, group=params["group"], axis=params["axis"]),)
+
+
+@vjp_rule("all_to_all", args=False, out=False)
+def _all_to_all(ct, args, params, out, needs):
+    return (hal.collectives.all_to_all(ct, group=params["group"], split_axis=params["concat_axis"],
+                                       concat_axis=params["split_axis"]),)

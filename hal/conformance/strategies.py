@@ -339,10 +339,25 @@ def nn(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
     return Case([x], params, draw(_views(1)))
 
 
+@st.composite
+def collective(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """A tensor of at least one axis, over the one-rank group "self" (real groups are
+    tested under mpiexec: tests/frontends/parallel)."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, **_SMALL))
+    params = {"group": "self"}
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    if spec.name == "all_to_all":
+        params.update(split_axis=axis, concat_axis=draw(st.integers(0, len(shape) - 1)))
+    elif spec.name not in ("all_reduce", "copy_to_group"):
+        params["axis"] = axis
+    return Case([draw(arrays(d, shape, lo=-5, hi=5))], params, draw(_views(1)))
+
+
 FAMILIES = {
     "unary": unary, "binary": binary, "where": where, "cast": astype,
     "reduction": reduction, "movement": movement, "matmul": matmul,
     "complex": complex_parts, "fft": fft, "quant": quant, "nn": nn,
+    "collective": collective,
 }
 
 

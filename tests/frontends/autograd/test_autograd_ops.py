@@ -9,6 +9,8 @@ import hal
 from frontends import autograd as ag
 from hal import ops
 
+C = hal.collectives
+
 
 def _case(rng, device, dtype):
     """name -> (function, arguments, op that must run): one entry per differentiable op."""
@@ -90,6 +92,14 @@ def _case(rng, device, dtype):
             lambda a, c, d: hal.nn.scaled_dot_product_attention(a, c, d, causal=True),
             (q, k, v)),
         "roll": (lambda a: hal.nn.roll(a, (1, -2), axis=(0, 1)), (x,)),
+        # collectives over the one-rank group; tests/frontends/parallel runs real ranks
+        "all_reduce": (lambda a: C.all_reduce(a, group="self"), (x,)),
+        "all_gather": (lambda a: C.all_gather(a, group="self", axis=1), (x,)),
+        "reduce_scatter": (lambda a: C.reduce_scatter(a, group="self", axis=0), (x,)),
+        "all_to_all": (lambda a: C.all_to_all(a, group="self", split_axis=0, concat_axis=1),
+                       (x,)),
+        "copy_to_group": (lambda a: C.copy_to_group(a, group="self"), (x,)),
+        "split_to_group": (lambda a: C.split_to_group(a, group="self", axis=1), (x,)),
     }
 
 
