@@ -1,0 +1,28 @@
+"""Auto-parallel training over MPI: meshes, placements, tensor and data parallelism.
+
+    mesh = Mesh((dp, tp), ("dp", "tp"))              # under mpiexec -n dp*tp
+    model = parallelize(model, mesh)                  # the layers annotated parallel(...)
+    loss = lambda p, x, y: cross_entropy(forward(model, p, x), y)
+    value, grads = hal.jit(ag.value_and_grad(loss))(model.trainable(), x, y)
+    params = optimizer.step(params, DataParallel(mesh, "dp").sync(grads))
+
+- `mesh`: Mesh (one MPI process group per axis, registered with hal's collective ops),
+  MPIGroup (debug checks across ranks, a timeout that aborts the job).
+- `placement`, `dtensor`, `rules`: Replicate / Shard / Partial, DTensor and the
+  propagation rules that turn ops on global tensors into local ops and collectives.
+- `annotate`: `parallel(split_dim=...)`, `parallelize`, `forward`, `placements`.
+- `data_parallel`: DataParallel (reverse-order gradient buckets, ZeRO-1/2).
+- `cost`: all-reduce algorithms and the alpha-beta cost model that chooses among them;
+  `planner`: projected step time and days to train for dp x tp plans (a projection).
+- `train`: `hal train`, a small transformer LM on the shipped text; `stepper`: training
+  steps on command, for the `parallel` benchmark suite.
+"""
+
+from .annotate import forward, parallel, parallelize, placements
+from .data_parallel import DataParallel
+from .dtensor import DTensor, distribute, redistribute
+from .mesh import Mesh, MPIGroup
+from .placement import Partial, Replicate, Shard
+
+__all__ = ["DTensor", "DataParallel", "MPIGroup", "Mesh", "Partial", "Replicate", "Shard",
+           "distribute", "forward", "parallel", "parallelize", "placements", "redistribute"]

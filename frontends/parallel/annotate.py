@@ -1,0 +1,138 @@
+"""Tensor parallelism by annotation: `parallel(split_dim=...)`, `parallelize`, `forward`.
+
+The single-device model gets one annotation per layer to split, Megatron's layout:
+
+    self.fc1 = parallel(nn.Linear(dim, hidden), split_dim=1)   # column: outputs split
+    self.fc2 = parallel(nn.Linear(hidden, dim), split_dim=0)   # row: inputs split
+
+or as a class decorator, `@parallel(split_dim=1) class Up(nn.Linear): ...`. An annotated
+layer's `weight` is split along split_dim over the "tp" axis of a Mesh; its `bias` is
+split with the outputs (split_dim = the weight's last axis) and replicated otherwise;
+every other parameter is replicated. `parallelize(model, mesh)` returns a copy holding
+this rank's shards; `forward(model, params, *args)` runs it with the parameters as
+DTensors, so the propagation rules insert the collectives (an MLP: one all_reduce
+forward, one backward), and returns replicated local tensors. Differentiate `forward`
+with respect to the local parameter tensors (frontends.autograd): a shard's gradient is
+the shard of the full gradient, a replicated parameter's the full gradient on every rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import hal
+from hal import HalError, ShapeError, Tensor
+
+from .dtensor import DTensor, distribute, redistribute
+from .placement import Placement, Replicate, Shard
+
+SPLIT = "parallel_split_dim"  # the annotation's attribute on a layer or layer class
+
+
+def parallel(layer=None, *, split_dim: int):
+    """Annotate a layer (instance or class) to be split along its weight's `split_dim`:
+    1 = column parallel (outputs), 0 = row parallel (inputs). Returns what it was given."""
+    if split_dim not in (0, 1):
+        raise HalError(f"parallel: split_dim must be 0 (row: inputs) or 1 (column: outputs), "
+                       f"got {split_dim!r}")
+
+    def annotate(target):
+        if isinstance(target, type):
+            setattr(target, SPLIT, split_dim)
+        else:
+            object.__setattr__(target, SPLIT, split_dim)
+        return target
+
+    return annotate if layer is None else annotate(layer)
+
+
+class Plan:
+    """Where a parallelized model's parameters lie: the group and a placement per name."""
+
+    def __init__(self, group: str, placements: dict[str, Placement]):
+        self.group, self.placements = group, placements
+
+
+def parallelize(model, mesh, axis: str = "tp"):
+    """A copy of `model` whose annotated parameters are this rank's shards over mesh's axis.
+
+    Uneven splits are refused (ShapeError naming the parameter, its size and the ranks).
+    """
+    group = mesh.group(axis)
+    ranks, rank = mesh.shape[mesh.names.index(axis)], mesh.coords[axis]
+    copy = model.copy()
+    placements: dict[str, Placement] = {}
+    shards: dict[str, Tensor] = {}
+    for path, layer in copy.named_layers():
+        split = getattr(layer, SPLIT, None)
+        for leaf, tensor in layer._params.items():
+            name = f"{path}.{leaf}" if path else leaf
+            placement = _placement(leaf, tensor, split, layer)
+            placements[name] = placement
+            if isinstance(placement, Shard):
+                shards[name] = _shard(name, tensor, placement.dim, ranks, rank)
+    for name, shard in shards.items():
+        owner, leaf = copy._owner(name)
+        owner._params[leaf] = shard
+    object.__setattr__(copy, "_plan", Plan(group, placements))
+    return copy
+
+
+def placements(model) -> dict[str, Placement]:
+    """{parameter name: placement} of a parallelized model (all replicated otherwise)."""
+    plan = getattr(model, "_plan", None)
+    return dict(plan.placements) if plan else {n: Replicate() for n, _ in
+                                               model.named_parameters()}
+
+
+def forward(model, params: Mapping[str, Tensor] | None, *args, **kwargs):
+    """model(*args, **kwargs) with `params` (local tensors by name; None: the model's own)
+    in place of its parameters, run distributed; tensors in the result come back replicated."""
+    plan = getattr(model, "_plan", None)
+    if plan is None:
+        raise HalError(f"forward: {type(model).__name__} is not parallelized; call "
+                       "frontends.parallel.parallelize(model, mesh) first")
+    local = {**model.parameters(), **(params or {})}
+    wrapped = {n: DTensor.make(t, plan.placements.get(n, Replicate()), plan.group)
+               for n, t in local.items()}
+    with distribute():
+        result = model.call_with(wrapped, *args, **kwargs)
+        return _replicated(result)
+
+
+def _replicated(tree):
+    if isinstance(tree, DTensor):
+        return redistribute(tree, Replicate()).local
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_replicated(t) for t in tree)
+    if isinstance(tree, dict):
+        return {k: _replicated(v) for k, v in tree.items()}
+    return tree
+
+
+def _placement(leaf: str, tensor: Tensor, split: int | None, layer) -> Placement:
+    if split is None:
+        return Replicate()
+    weight = layer._params.get("weight")
+    if weight is None:
+        raise HalError(f"parallel: {type(layer).__name__} is annotated with split_dim={split} "
+                       "but has no `weight` parameter to split")
+    if leaf == "weight":
+        return Shard(split)
+    if leaf == "bias" and split == weight.ndim - 1 and tensor.ndim == 1:
+        return Shard(0)
+    return Replicate()
+
+
+def _shard(name: str, tensor: Tensor, dim: int, ranks: int, rank: int) -> Tensor:
+    n = tensor.shape[dim]
+    if n % ranks:
+        raise ShapeError(
+            f"parallelize: {name} has {n} elements along axis {dim}, which do not split "
+            f"evenly over tp={ranks} ranks; choose sizes that are multiples of {ranks} "
+            "(or a tp that divides them)")
+    chunk = n // ranks
+    bounds = tuple((rank * chunk, (rank + 1) * chunk) if a == dim else (0, s)
+                   for a, s in enumerate(tensor.shape))
+    return hal.asarray(tensor.numpy()[tuple(slice(*b) for b in bounds)].copy(),
+                       device=tensor.device)

@@ -1,0 +1,449 @@
+"""A device mesh over MPI: one process group per axis, registered with hal's collectives.
+
+`Mesh((dp, tp), ("dp", "tp"))` lays the ranks of a communicator out row-major (the last
+axis fastest, so "tp" neighbours are adjacent ranks) and splits it into one communicator
+per axis: the ranks that share every other coordinate. Each becomes an `MPIGroup` (hal's
+`Group` on numpy arrays through mpi4py's buffer methods), registered under a name such as
+"mesh0.tp" to pass as `group=` to the collective ops:
+
+    with Mesh((2, 2), ("dp", "tp")) as mesh:
+        y = hal.collectives.all_reduce(x, group=mesh.group("tp"))
+
+Reliability. Every rank must issue the same collectives on a group in the same order with
+the same shapes and dtypes; when one does not, MPI hangs or mixes data. `debug=True` (or
+HAL_PARALLEL_DEBUG=1) has the ranks compare (sequence number, op, dtype, shape, parameters)
+before each collective, and a mismatch is a HalError on every rank listing what each rank
+called. `timeout=seconds` (or HAL_PARALLEL_TIMEOUT) starts one watchdog thread per group: a
+collective still incomplete after that long prints a diagnostic to stderr and aborts the
+whole job (exit status 3) instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import os
+import sys
+import threading
+import time
+import zlib
+from collections import Counter
+from typing import NamedTuple
+
+import numpy as np
+
+import hal
+from hal import dtypes
+from hal.shapes import axis as _axis
+
+_MESHES = itertools.count()  # meshes are created collectively, so every rank numbers alike
+_ABORT_STATUS = 3
+_NARROW = {d for d in (np.dtype(np.float16), dtypes.bfloat16) if d is not None}  # no MPI type
+
+
+def _mpi():
+    """mpi4py's MPI module, imported on first use (importing it initialises MPI)."""
+    from mpi4py import MPI
+
+    return MPI
+
+
+class Call(NamedTuple):
+    """One collective as a rank issued it: what debug mode compares across the ranks."""
+
+    seq: int
+    op: str
+    dtype: np.dtype  # or its name, as debug mode sends it
+    shape: tuple[int, ...]
+    detail: str  # the algorithm or axes
+
+    def __str__(self) -> str:
+        shape = ", ".join(map(str, self.shape))
+        detail = f" {self.detail}" if self.detail else ""
+        return f"{self.op} {self.dtype}({shape}){detail} #{self.seq}"
+
+
+class Pending:
+    """A nonblocking collective in flight; `wait()` returns its result (again on each call)."""
+
+    def __init__(self, group: MPIGroup, call: Call, request, send: np.ndarray,
+                 out: np.ndarray, dtype):
+        self._group, self._call, self._request = group, call, request
+        self._send, self._out, self._dtype = send, out, dtype  # MPI reads and writes them
+        self._result = None
+
+    def wait(self) -> np.ndarray:
+        """Block until the collective completes; the result array."""
+        if self._result is None:
+            started = self._group._arm(self._call)
+            self._request.Wait()
+            self._group._disarm(self._call, started)
+            self._result = self._out.astype(self._dtype, copy=False)
+            self._send = self._out = None
+        return self._result
+
+
+class MPIGroup:
+    """hal's `Group` over an mpi4py communicator, on numpy arrays.
+
+    Sums of float16 and bfloat16 are computed in float32 (one rounding at the end; MPI
+    has no bfloat16) and cast back; bool sums are logical or (numpy's add); other dtypes
+    go as mpi4py maps them; gathers and exchanges move raw bytes, so any dtype.
+    `all_reduce` takes an algorithm of `cost.ALGORITHMS` ("allreduce" unless a CostModel
+    `cost` chooses by size); "hierarchical" reduces within `node` (the group's ranks on
+    this node). `counts`, `bytes` and `seconds` (Counters keyed by op name, the
+    nonblocking ones as "iall_reduce" etc.) say how many calls, how many bytes this rank
+    put on the wire and how long it spent inside them; `last` is the last collective
+    completed. `debug` and `timeout`: see the module docstring.
+    """
+
+    def __init__(self, comm, name: str, *, node=None, debug: bool = False,
+                 timeout: float | None = None, cost=None):
+        MPI = _mpi()
+        self.comm, self.name, self.node, self.cost = comm, name, node, cost
+        self.size, self.rank = comm.Get_size(), comm.Get_rank()
+        self.debug = debug or _env_debug()
+        self.timeout = _timeout(timeout)
+        self.counts: Counter = Counter()
+        self.bytes: Counter = Counter()
+        self.seconds: Counter = Counter()
+        self.seq = 0  # collectives issued on this group
+        self._sum, self._or = MPI.SUM, MPI.LOR
+        self._pending: tuple[float, Call] | None = None  # (start, call) while inside one
+        self.last: Call | None = None  # the last collective completed (for diagnostics)
+        self._watchdog = _Watchdog(self) if self.timeout else None
+
+    def __repr__(self) -> str:
+        return f"MPIGroup({self.name!r}, rank {self.rank} of {self.size})"
+
+    # -- blocking collectives (hal's Group) --------------------------------------------
+    def all_reduce(self, x, algorithm: str | None = None) -> np.ndarray:
+        """The elementwise sum of x over the ranks, on every rank."""
+        x = np.asarray(x)
+        wire = _summable(x)
+        algorithm = self._algorithm(wire.nbytes, algorithm)
+        call = self._begin("all_reduce", x, f"algorithm={algorithm}", wire.nbytes)
+        started = self._arm(call)
+        if algorithm == "allreduce":
+            out = np.empty_like(wire)
+            self.comm.Allreduce(wire, out, op=self._op(wire))
+        else:
+            from . import cost
+
+            out = cost.run(algorithm, self.comm, wire, node=self.node)
+        self._disarm(call, started)
+        return out.astype(x.dtype, copy=False)
+
+    def all_gather(self, x, axis: int = 0) -> np.ndarray:
+        """Every rank's x concatenated along axis in rank order, on every rank."""
+        x = np.require(x, requirements="C")
+        axis = _axis("all_gather", axis, x.ndim)
+        out = np.empty((self.size, *x.shape), x.dtype)
+        call = self._begin("all_gather", x, f"axis={axis}", x.nbytes)
+        started = self._arm(call)
+        self.comm.Allgather(_raw(x), _raw(out))
+        self._disarm(call, started)
+        if axis == 0:
+            return out.reshape(self.size * x.shape[0], *x.shape[1:])
+        return np.concatenate(out, axis)
+
+    def reduce_scatter(self, x, axis: int = 0) -> np.ndarray:
+        """This rank's chunk along axis of the sum of x over the ranks."""
+        x = np.asarray(x)
+        axis = _axis("reduce_scatter", axis, x.ndim)
+        n = self._chunk("reduce_scatter", x.shape, axis)
+        wire = np.ascontiguousarray(np.moveaxis(_summable(x), axis, 0))
+        out = np.empty((n, *wire.shape[1:]), wire.dtype)
+        call = self._begin("reduce_scatter", x, f"axis={axis}", wire.nbytes)
+        started = self._arm(call)
+        self.comm.Reduce_scatter_block(wire, out, op=self._op(wire))
+        self._disarm(call, started)
+        return np.ascontiguousarray(np.moveaxis(out, 0, axis)).astype(x.dtype, copy=False)
+
+    def all_to_all(self, x, split_axis: int, concat_axis: int) -> np.ndarray:
+        """x split in `size` chunks along split_axis, chunk r sent to rank r; the chunks
+        received concatenated along concat_axis in rank order."""
+        x = np.asarray(x)
+        split_axis = _axis("all_to_all", split_axis, x.ndim)
+        concat_axis = _axis("all_to_all", concat_axis, x.ndim)
+        n = self._chunk("all_to_all", x.shape, split_axis)
+        chunks = x.reshape(*x.shape[:split_axis], self.size, n, *x.shape[split_axis + 1:])
+        send = np.ascontiguousarray(np.moveaxis(chunks, split_axis, 0))
+        out = np.empty_like(send)
+        call = self._begin("all_to_all", x, f"split={split_axis} concat={concat_axis}",
+                           send.nbytes)
+        started = self._arm(call)
+        self.comm.Alltoall(_raw(send), _raw(out))
+        self._disarm(call, started)
+        return np.concatenate(out, concat_axis)
+
+    # -- nonblocking collectives on 1-D arrays -----------------------------------------
+    def iall_reduce(self, x) -> Pending:
+        """Start the sum of the 1-D x over the ranks; `.wait()` returns it."""
+        x = _vector("iall_reduce", x)
+        wire = _summable(x)
+        out = np.empty_like(wire)
+        call = self._begin("iall_reduce", x, "", wire.nbytes)
+        started = self._arm(call)
+        request = self.comm.Iallreduce(wire, out, op=self._op(wire))
+        self._disarm(call, started, completed=False)
+        return Pending(self, call, request, wire, out, x.dtype)
+
+    def ireduce_scatter(self, x) -> Pending:
+        """Start this rank's chunk of the sum of the 1-D x over the ranks; `.wait()` returns it."""
+        x = _vector("ireduce_scatter", x)
+        wire = _summable(x)
+        out = np.empty(self._chunk("ireduce_scatter", x.shape, 0), wire.dtype)
+        call = self._begin("ireduce_scatter", x, "", wire.nbytes)
+        started = self._arm(call)
+        request = self.comm.Ireduce_scatter_block(wire, out, op=self._op(wire))
+        self._disarm(call, started, completed=False)
+        return Pending(self, call, request, wire, out, x.dtype)
+
+    def iall_gather(self, x) -> Pending:
+        """Start gathering every rank's 1-D x in rank order; `.wait()` returns it."""
+        x = np.require(_vector("iall_gather", x), requirements="C")
+        out = np.empty(self.size * x.size, x.dtype)
+        call = self._begin("iall_gather", x, "", x.nbytes)
+        started = self._arm(call)
+        request = self.comm.Iallgather(_raw(x), _raw(out))
+        self._disarm(call, started, completed=False)
+        return Pending(self, call, request, x, out, x.dtype)
+
+    def close(self) -> None:
+        """Stop the watchdog (the communicator stays its owner's)."""
+        if self._watchdog is not None:
+            self._watchdog.stop()
+            self._watchdog = None
+
+    # -- bookkeeping, debug checks, timeouts -------------------------------------------
+    def _algorithm(self, nbytes: int, algorithm: str | None) -> str:
+        if algorithm is None:
+            return "allreduce" if self.cost is None else self.cost.choose(nbytes)
+        if algorithm != "allreduce":
+            from . import cost
+
+            if algorithm not in cost.ALGORITHMS:
+                raise hal.HalError(
+                    f"all_reduce on group {self.name!r}: unknown algorithm {algorithm!r}; "
+                    f"use one of {', '.join(cost.ALGORITHMS)} (or None to choose by size)")
+        return algorithm
+
+    def _op(self, wire: np.ndarray):
+        return self._or if wire.dtype == np.bool_ else self._sum
+
+    def _chunk(self, op: str, shape: tuple[int, ...], axis: int) -> int:
+        if shape[axis] % self.size:
+            raise hal.ShapeError(
+                f"{op}: axis {axis} of the shape {shape} has {shape[axis]} elements, which "
+                f"do not split evenly over the {self.size} ranks of group {self.name!r}; "
+                f"make it a multiple of {self.size} (pad, or choose another split)")
+        return shape[axis] // self.size
+
+    def _begin(self, op: str, x: np.ndarray, detail: str, nbytes: int) -> Call:
+        self.seq += 1
+        call = Call(self.seq, op, x.dtype, x.shape, detail)
+        self.counts[op] += 1
+        self.bytes[op] += nbytes
+        if self.debug:
+            started = self._arm(call)
+            self._check(call)
+            self._disarm(call, started, completed=False)
+        return call
+
+    def _arm(self, call: Call) -> float:
+        started = time.perf_counter()
+        self._pending = (started, call)
+        return started
+
+    def _disarm(self, call: Call, started: float, completed: bool = True) -> None:
+        self.seconds[call.op] += time.perf_counter() - started
+        self._pending = None
+        if completed:
+            self.last = call
+
+    def _check(self, call: Call) -> None:
+        """Compare this call with the other ranks' by a checksum (one 8-byte allgather);
+        the calls themselves are gathered only to report a mismatch."""
+        mine = (call.seq, call.op, _dtype_name(call.dtype), call.shape, call.detail)
+        digests = np.empty(self.size, np.int64)
+        self.comm.Allgather(np.array(zlib.crc32(repr(mine).encode()), np.int64), digests)
+        if (digests != digests[0]).any():  # every rank sees the same digests: all raise
+            calls = self.comm.allgather(mine)
+            listing = "; ".join(f"rank {r}: {Call(*c)}" for r, c in enumerate(calls))
+            raise hal.HalError(
+                f"group {self.name!r}: collective #{call.seq} differs across its ranks "
+                f"({listing}); every rank of a group must issue the same collectives in "
+                "the same order with the same shapes and dtypes")
+
+    def _abort(self, started: float, call: Call) -> None:
+        MPI = _mpi()
+        sys.stderr.write(
+            f"hal.parallel: rank {MPI.COMM_WORLD.Get_rank()} (rank {self.rank} of "
+            f"{self.size} in group {self.name!r}): {call} has not completed after "
+            f"{time.perf_counter() - started:.1f} s (timeout {self.timeout:g} s); last "
+            f"completed: {self.last or 'none'}. Another rank of the group is not issuing "
+            "this collective (stopped, hung, or issuing a different one; HAL_PARALLEL_DEBUG=1 "
+            "compares them); aborting the job\n")
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(_ABORT_STATUS)
+
+
+class _Watchdog(threading.Thread):
+    """Aborts the job when the group's collective in progress outlives the timeout."""
+
+    def __init__(self, group: MPIGroup):
+        super().__init__(name=f"hal-watchdog-{group.name}", daemon=True)
+        self.group = group
+        self.stopped = threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        timeout = self.group.timeout
+        while not self.stopped.wait(min(timeout / 4, 1.0)):
+            pending = self.group._pending
+            if pending is not None and time.perf_counter() - pending[0] > timeout:
+                self.group._abort(*pending)
+
+    def stop(self) -> None:
+        """End the thread (it notices within a quarter of the timeout)."""
+        self.stopped.set()
+
+
+class Mesh:
+    """The ranks of `comm` (default MPI.COMM_WORLD) as an n-d mesh with named axes.
+
+    Created collectively (every rank, the same order of meshes). `coords` are this rank's
+    coordinates (row-major, last axis fastest); `group(axis)` the name of the axis's
+    MPIGroup in hal's registry, `groups[axis]` the group, `comm(axis)` its communicator;
+    `node` the ranks on this node. `debug`, `timeout` and `cost` go to every group (see
+    MPIGroup). `close()` (or leaving a `with` block) unregisters the groups and frees the
+    communicators.
+    """
+
+    def __init__(self, shape, names, comm=None, *, debug: bool = False,
+                 timeout: float | None = None, cost=None):
+        MPI = _mpi()
+        comm = MPI.COMM_WORLD if comm is None else comm
+        self.shape, self.names = _layout(shape, names, comm.Get_size())
+        timeout = _timeout(timeout)  # refused before any communicator is made
+        self.size, self.rank = comm.Get_size(), comm.Get_rank()
+        index = np.unravel_index(self.rank, self.shape)
+        self.coords = {name: int(i) for name, i in zip(self.names, index)}
+        self.node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        prefix = f"mesh{next(_MESHES)}"
+        self.groups: dict[str, MPIGroup] = {}
+        for i, name in enumerate(self.names):
+            others = [int(c) for j, c in enumerate(index) if j != i]
+            color = np.ravel_multi_index(others, self.shape[:i] + self.shape[i + 1:])
+            axis_comm = comm.Split(int(color), self.coords[name])
+            group = MPIGroup(axis_comm, f"{prefix}.{name}",
+                             node=axis_comm.Split_type(MPI.COMM_TYPE_SHARED), debug=debug,
+                             timeout=timeout, cost=cost)
+            hal.collectives.register_group(group.name, group)
+            self.groups[name] = group
+
+    def group(self, axis: str) -> str:
+        """The name the axis's group is registered under (pass it as `group=`)."""
+        return self._group(axis).name
+
+    def comm(self, axis: str):
+        """The mpi4py communicator of the axis."""
+        return self._group(axis).comm
+
+    def close(self) -> None:
+        """Unregister the groups, stop their watchdogs and free the communicators."""
+        for group in self.groups.values():
+            hal.collectives.unregister_group(group.name)
+            group.close()
+            group.node.Free()
+            group.comm.Free()
+        self.groups = {}
+        if self.node is not None:
+            self.node.Free()
+            self.node = None
+
+    def __enter__(self) -> Mesh:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Mesh({self.shape}, {self.names}, rank {self.rank} at {self.coords})"
+
+    def _group(self, axis: str) -> MPIGroup:
+        try:
+            return self.groups[axis]
+        except KeyError:
+            raise hal.HalError(
+                f"mesh {self.shape} has no axis {axis!r} (axes: {', '.join(self.names)})"
+                + ("" if self.groups else "; the mesh is closed")) from None
+
+
+def _layout(shape, names, ranks: int) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """(shape, names) checked against each other and the number of ranks."""
+    shape, names = tuple(shape), tuple(names)
+    if not all(isinstance(n, int | np.integer) and n >= 1 for n in shape):
+        raise hal.HalError(f"Mesh: the shape {shape} must be positive ints, one per axis")
+    shape = tuple(map(int, shape))
+    if len(names) != len(shape) or len(set(names)) != len(names) or not all(
+            isinstance(n, str) and n for n in names):
+        raise hal.HalError(
+            f"Mesh: the names {names} must be distinct non-empty strings, one per axis of "
+            f"the shape {shape}")
+    if math.prod(shape) != ranks:
+        raise hal.HalError(
+            f"Mesh: the shape {shape} has {math.prod(shape)} ranks but the communicator has "
+            f"{ranks}; run under `mpiexec -n {math.prod(shape)}`, or choose a shape whose "
+            f"product is {ranks}")
+    return shape, names
+
+
+def _summable(x: np.ndarray) -> np.ndarray:
+    """x as a contiguous buffer MPI can sum: float16 and bfloat16 widened to float32."""
+    if x.dtype in _NARROW:
+        return x.astype(np.float32)
+    return np.require(x, requirements="C")
+
+
+@functools.cache
+def _dtype_name(dtype: np.dtype) -> str:
+    """dtype.name, remembered (numpy computes it in Python, slowly)."""
+    return dtype.name
+
+
+def _raw(x: np.ndarray) -> np.ndarray:
+    """The bytes of the contiguous array x (what gathers and exchanges move)."""
+    return x.reshape(-1).view(np.uint8)
+
+
+def _vector(op: str, x) -> np.ndarray:
+    x = np.asarray(x)
+    if x.ndim != 1:
+        raise hal.ShapeError(f"{op}: takes a 1-D array (a flat buffer), got shape {x.shape}; "
+                             "ravel it first")
+    return x
+
+
+def _env_debug() -> bool:
+    return os.environ.get("HAL_PARALLEL_DEBUG", "").strip() not in ("", "0")
+
+
+def _timeout(timeout: float | None) -> float | None:
+    """The timeout argument, else HAL_PARALLEL_TIMEOUT, checked; None = no watchdog."""
+    what = "timeout"
+    if timeout is None:
+        timeout = os.environ.get("HAL_PARALLEL_TIMEOUT", "").strip() or None
+        what = "HAL_PARALLEL_TIMEOUT"
+        if timeout is None:
+            return None
+    try:
+        seconds = float(timeout)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not seconds > 0 or math.isinf(seconds):
+        raise hal.HalError(f"{what}={timeout!r} is not a positive number of seconds; give e.g. "
+                           "60 (or leave it unset for no timeout)")
+    return seconds
