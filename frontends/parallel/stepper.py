@@ -1,0 +1,110 @@
+"""Training steps and collectives on command: an MPI job another process drives and times.
+
+    mpiexec -n 2 python -m frontends.parallel.stepper '{"tp": 2, "lr": 0}'
+
+Every rank builds a `Trainer` for the JSON config (keys of `train.DEFAULTS`), then rank 0
+reads commands from stdin, one per line, and every rank runs each:
+
+    step                        one training step on the first batch of the seed
+    all_reduce BYTES ALGORITHM  one all_reduce of a float32 buffer over all ranks
+                                (ALGORITHM: one of cost.ALGORITHMS, or "chosen": by the
+                                cost model calibrated at start-up)
+    stats                       collective seconds and calls so far, the cost model's table
+    quit
+
+Rank 0 answers each with one JSON line on stdout: {"loss": ...} (with lr 0 the parameters
+never change, so every step's loss is the loss of the initial model, which a single
+process can check), {"checksum": ..., "algorithm": ...} (the result's sum, whose exact
+value the driver knows: rank r sends r + 1 in every element), or the stats. This is how
+the `parallel` benchmark suite times a distributed step from the outside: a step costs
+the ranks' work plus one pipe round trip (tens of microseconds). A failure is printed
+as {"error": ...} and ends the job.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+
+import numpy as np
+
+from . import cost
+from .train import Trainer
+
+
+def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
+    """Build the trainer and run commands until "quit" or the end of `lines` (rank 0's)."""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    with Trainer(config) as trainer:
+        model = cost.calibrate(world, repeats=3)
+        ids, targets = next(trainer.batches(1))
+
+        def answer(obj) -> None:
+            if rank == 0:
+                out.write(json.dumps(obj) + "\n")
+                out.flush()
+
+        answer({"ready": True, "ranks": world.Get_size(), "dp": trainer.dp, "tp": trainer.tp})
+        while True:
+            command = _next_command(world, lines)
+            if not command or command[0] == "quit":
+                return
+            if command[0] == "step":
+                answer({"loss": trainer.step(ids, targets)})
+            elif command[0] == "all_reduce":
+                nbytes, algorithm = int(command[1]), command[2]
+                chosen = model.choose(nbytes) if algorithm == "chosen" else algorithm
+                x = np.full(nbytes // 4, rank + 1, dtype=np.float32)
+                result = cost.run(chosen, world, x)
+                answer({"checksum": float(result.sum(dtype=np.float64)), "algorithm": chosen})
+            elif command[0] == "stats":
+                groups = trainer.mesh.groups.values()
+                answer({"collective_seconds": trainer.collective_seconds(),
+                        "calls": sum(sum(g.counts.values()) for g in groups),
+                        "cost_model": model.table()})
+            else:
+                answer({"error": f"unknown command {command[0]!r}"})
+
+
+COMMAND_BYTES = 256
+
+
+def _next_command(world, lines) -> list[str]:
+    """Rank 0's next command line, split, on every rank. The ranks wait in a nonblocking
+    broadcast, sleeping longer the longer they wait, so a job between commands leaves the
+    cores to others (a blocking MPICH broadcast spins) yet answers a quick succession of
+    commands at once."""
+    buffer = bytearray(COMMAND_BYTES)
+    if world.Get_rank() == 0:
+        text = lines.readline().encode()[:COMMAND_BYTES]
+        buffer[:len(text)] = text
+    request = world.Ibcast(buffer, root=0)
+    pause = 0.0
+    while not request.Test():
+        time.sleep(pause)
+        pause = min(1e-3, pause + 1e-5)
+    return buffer.rstrip(b"\0").decode().split()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m frontends.parallel.stepper CONFIG_JSON` under mpiexec."""
+    from mpi4py import MPI
+
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        serve(json.loads(argv[0]) if argv else {})
+    except Exception as exc:  # every failure ends the whole job, said once per failing rank
+        if MPI.COMM_WORLD.Get_rank() == 0:
+            print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
+        print(traceback.format_exc(), file=sys.stderr, flush=True)
+        MPI.COMM_WORLD.Abort(1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,546 @@
+"""`hal train`: a small decoder-only transformer LM on the shipped text, over MPI.
+
+    mpiexec -n 2 hal train --steps 200                     # dp = 2 (the default: dp = ranks)
+    mpiexec -n 2 python -m frontends.parallel.train --tp 2 --dtype float64 --out run.json
+    python -m frontends.parallel.train --examples          # the two scripts side by side
+
+The model (`LanguageModel`) reads bytes (vocabulary 256, no tokenizer) and predicts the next
+one. It is ordinary single-device code with Megatron's split written on it as annotations:
+in each attention the query, key and value projections are column parallel
+(`parallel(split_dim=1)`) and the output projection row parallel (`split_dim=0`); in each
+MLP fc1 is column and fc2 row parallel. On one device the annotations do nothing; with
+tp > 1 `parallelize` gives each rank its shards and `forward` runs the model distributed.
+
+A step draws random windows of `data/hardware.txt` (every rank the same window indices,
+from the seed; each dp rank takes its slice of the batch), takes the next-token
+cross-entropy and its gradient as one `hal.jit` graph (with tp > 1 the graph carries the
+collectives), averages the gradients over dp (`DataParallel`: buckets, optionally ZeRO-1/2)
+and steps AdamW (or SGD) with a linear warmup and decay. Rank 0 prints a line every
+`log_every` steps and a summary: loss first -> last, tokens/s and the median time per step
+(over the steps after the first, which traces the graph), the share of those steps' time
+spent inside collectives, and a greedy sample of the trained model (`generate`).
+
+`SINGLE_DEVICE` and `PARALLEL` are the same training as two scripts; `annotation_lines()`
+counts the lines in which they (and the model's source) differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import inspect
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+
+import hal
+from frontends import autograd as ag
+from frontends import optim
+from frontends.nn import MLP, Embedding, Layer, LayerNorm, Linear, Sequential
+from frontends.nn.layers import child_seed
+from hal import HalError, ShapeError, Tensor
+
+from .annotate import forward, parallel, parallelize, placements
+from .placement import Shard
+
+TEXT = Path(__file__).with_name("data") / "hardware.txt"
+VOCAB = 256  # byte-level tokens
+
+DEFAULTS = {
+    "steps": 200, "batch": 8, "seq": 64, "dim": 128, "layers": 2, "heads": 4, "lr": 3e-3,
+    "dp": None, "tp": 1, "zero": 0, "bucket_mb": 25.0, "seed": 0, "dtype": "float32",
+    "optimizer": "adamw", "eager": False, "debug": False, "timeout": None, "log_every": 20,
+    "sample": 120, "prompt": "The memory ",
+}
+"""The keys of a `train` config; dp None means all ranks not used by tp."""
+
+
+class TrainConfigError(HalError):
+    """A training config that cannot run (every rank finds the same one)."""
+
+
+# -- the model ------------------------------------------------------------------------------
+class CausalSelfAttention(Layer):
+    """Multi-head self-attention where position i sees positions <= i; (batch, seq, dim) in
+    and out. Sub-layers query, key, value (column parallel) and out (row parallel)."""
+
+    def __init__(self, dim: int, heads: int, *, dtype=hal.float32, device=None,
+                 seed=None) -> None:
+        super().__init__()
+        if heads < 1 or dim % heads:
+            raise ShapeError(f"CausalSelfAttention: dim {dim} must be a multiple of heads "
+                             f"{heads}")
+        self.heads = heads
+        make = lambda i: Linear(dim, dim, dtype=dtype, device=device,  # noqa: E731
+                                seed=child_seed(seed, i))
+        self.query = parallel(make(0), split_dim=1)
+        self.key = parallel(make(1), split_dim=1)
+        self.value = parallel(make(2), split_dim=1)
+        self.out = parallel(make(3), split_dim=0)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (batch, seq, dim) -> (batch, seq, dim)."""
+        batch, seq, dim = x.shape
+        split = (batch, seq, self.heads, dim // self.heads)
+        q, k, v = (hal.permute_dims(hal.reshape(layer(x), split), (0, 2, 1, 3))
+                   for layer in (self.query, self.key, self.value))
+        context = hal.nn.scaled_dot_product_attention(q, k, v, causal=True)
+        return self.out(hal.reshape(hal.permute_dims(context, (0, 2, 1, 3)), (batch, seq, dim)))
+
+
+class Block(Layer):
+    """A pre-LN decoder layer: x + attention(LN(x)), then x + mlp(LN(x)) (hidden 4 * dim,
+    fc1 column and fc2 row parallel)."""
+
+    def __init__(self, dim: int, heads: int, *, dtype=hal.float32, device=None,
+                 seed=None) -> None:
+        super().__init__()
+        self.attention_norm = LayerNorm(dim, dtype=dtype, device=device)
+        self.attention = CausalSelfAttention(dim, heads, dtype=dtype, device=device,
+                                             seed=child_seed(seed, 0))
+        self.mlp_norm = LayerNorm(dim, dtype=dtype, device=device)
+        self.mlp = MLP(dim, 4 * dim, dtype=dtype, device=device, seed=child_seed(seed, 1))
+        parallel(self.mlp.fc1, split_dim=1)
+        parallel(self.mlp.fc2, split_dim=0)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (batch, seq, dim) -> (batch, seq, dim)."""
+        x = x + self.attention(self.attention_norm(x))
+        return x + self.mlp(self.mlp_norm(x))
+
+
+class LanguageModel(Layer):
+    """A decoder-only transformer over byte ids: token and learned position embeddings,
+    `layers` Blocks (sub-layer `blocks`), a final LayerNorm and a linear head to `vocab`
+    logits.
+
+    forward(ids) takes integer ids (batch, t) with t <= seq and returns logits
+    (batch, t, vocab); logit i scores the token after position i.
+    """
+
+    def __init__(self, vocab: int = VOCAB, dim: int = 128, heads: int = 4, layers: int = 2,
+                 seq: int = 64, *, dtype=hal.float32, device=None, seed=0) -> None:
+        super().__init__()
+        self.seq = seq
+        self.tokens = Embedding(vocab, dim, dtype=dtype, device=device, seed=child_seed(seed, 0))
+        self.positions = Embedding(seq, dim, dtype=dtype, device=device,
+                                   seed=child_seed(seed, 1))
+        self.blocks = Sequential(*(Block(dim, heads, dtype=dtype, device=device,
+                                         seed=child_seed(seed, 2 + i)) for i in range(layers)))
+        self.norm = LayerNorm(dim, dtype=dtype, device=device)
+        self.head = Linear(dim, vocab, dtype=dtype, device=device, seed=child_seed(seed, 1000))
+
+    def forward(self, ids) -> Tensor:
+        """Logits (batch, t, vocab) of integer ids (batch, t)."""
+        t = ids.shape[-1]
+        if t > self.seq:
+            raise ShapeError(f"LanguageModel: {t} tokens exceed its seq {self.seq}; pass at "
+                             f"most {self.seq} (the last ones) or build it with a larger seq")
+        x = self.tokens(ids) + self.positions(hal.arange(t, device=self.head.weight.device))
+        return self.head(self.norm(self.blocks(x)))
+
+
+def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
+    """The mean over positions of -log softmax(logits)[target]: logits (..., vocab), integer
+    targets (...)."""
+    vocab = logits.shape[-1]
+    one_hot = hal.astype(hal.equal(hal.expand_dims(targets, axis=-1),
+                                   hal.arange(vocab, device=logits.device)), logits.dtype)
+    picked = hal.sum(hal.nn.log_softmax(logits, axis=-1) * one_hot)
+    return -picked / (targets.size if targets.size else 1)
+
+
+def load_text(path: str | Path = TEXT) -> np.ndarray:
+    """The bytes of a text file as uint8 token ids."""
+    return np.frombuffer(Path(path).read_bytes(), dtype=np.uint8)
+
+
+def batches(steps: int, batch: int, seq: int, seed: int = 0, *, part: int = 0,
+            parts: int = 1, text: np.ndarray | None = None, device=None,
+            ) -> Iterator[tuple[Tensor, Tensor]]:
+    """(ids, targets) for each step: `batch` random windows of the text (the shipped one by
+    default), int64 (batch // parts, seq) each, targets shifted by one. Every caller with
+    the same seed draws the same windows; `part` of `parts` is that slice of the batch."""
+    text = load_text() if text is None else text
+    if seq + 1 > len(text):
+        raise TrainConfigError(f"batches: seq {seq} needs a text of at least {seq + 1} bytes; "
+                               f"this one has {len(text)}")
+    if batch % parts:
+        raise TrainConfigError(f"batches: batch {batch} does not split over {parts} parts")
+    rng = np.random.default_rng(seed)
+    mine = slice(part * batch // parts, (part + 1) * batch // parts)
+    offsets = np.arange(seq + 1)
+    for _ in range(steps):
+        starts = rng.integers(0, len(text) - seq, size=batch)[mine]
+        windows = text[starts[:, None] + offsets].astype(np.int64)
+        yield (hal.asarray(windows[:, :-1], device=device),
+               hal.asarray(windows[:, 1:], device=device))
+
+
+def generate(model: LanguageModel, prompt: str, n: int) -> str:
+    """prompt continued by n bytes, each the most likely one (greedy), as text. With a
+    parallelized model every rank of its group must call it."""
+    ids = list(prompt.encode())
+    if not ids:
+        raise HalError("generate: the prompt is empty; give at least one character")
+    sharded = any(isinstance(p, Shard) for p in placements(model).values())
+    device = model.head.weight.device
+    for _ in range(n):
+        window = hal.asarray(np.array([ids[-model.seq:]], dtype=np.int64), device=device)
+        logits = forward(model, None, window) if sharded else model(window)
+        ids.append(int(np.argmax(logits.numpy()[0, -1])))
+    return bytes(ids).decode("utf-8", errors="replace")
+
+
+# -- training -------------------------------------------------------------------------------
+def check_config(config: Mapping, ranks: int) -> dict:
+    """DEFAULTS updated by config, dp filled in; TrainConfigError naming what cannot run."""
+    unknown = sorted(set(config) - set(DEFAULTS))
+    if unknown:
+        raise TrainConfigError(f"train config: unknown key(s) {', '.join(unknown)}; the keys "
+                               f"are {', '.join(DEFAULTS)}")
+    c = {**DEFAULTS, **config}
+    tp = c["tp"]
+    dp = c["dp"] if c["dp"] is not None else ranks // tp
+    c["dp"] = dp
+    problems = []
+    if config.get("dp") is None and tp >= 1 and ranks % tp:
+        problems.append(f"--tp {tp} does not divide the {ranks} rank(s) of this job "
+                        f"(mpiexec -n {ranks}); run a multiple of {tp} ranks")
+    elif dp < 1 or tp < 1 or dp * tp != ranks:
+        problems.append(f"--dp {dp} x --tp {tp} = {dp * tp} ranks, but this job has {ranks} "
+                        f"(mpiexec -n {ranks}); choose dp * tp = {ranks}")
+    for key in ("steps", "batch", "seq", "dim", "layers", "heads", "log_every"):
+        if c[key] < 1:
+            problems.append(f"--{key} {c[key]} must be at least 1")
+    if c["heads"] >= 1 and c["dim"] % c["heads"]:
+        problems.append(f"--dim {c['dim']} is not a multiple of --heads {c['heads']}")
+    if tp >= 1 and c["heads"] % tp:
+        problems.append(f"--heads {c['heads']} (and so --dim {c['dim']}) must be a multiple "
+                        f"of --tp {tp}: each tp rank computes heads / tp whole heads")
+    if dp >= 1 and c["batch"] % dp:
+        problems.append(f"--batch {c['batch']} must be a multiple of --dp {dp}: each dp rank "
+                        f"takes batch / dp windows")
+    text = len(load_text())
+    if c["seq"] >= text:
+        problems.append(f"--seq {c['seq']} is too long: the text has {text} bytes")
+    if c["zero"] not in (0, 1, 2):
+        problems.append(f"--zero {c['zero']} must be 0, 1 or 2")
+    if c["optimizer"] not in ("adamw", "sgd"):
+        problems.append(f"--optimizer {c['optimizer']!r} must be adamw or sgd")
+    if not c["lr"] >= 0 or c["bucket_mb"] < 0:
+        problems.append("--lr and --bucket-mb must be at least 0 (lr 0 computes every step "
+                        "but leaves the parameters as they are: a step to time)")
+    try:
+        if not hal.isdtype(hal.dtype(c["dtype"]), "real floating"):
+            problems.append(f"--dtype {c['dtype']} is not a floating dtype")
+    except HalError as exc:
+        problems.append(f"--dtype: {exc}")
+    if problems:
+        raise TrainConfigError("cannot train: " + "; ".join(problems))
+    return c
+
+
+def make_optimizer(c: Mapping) -> optim.Optimizer:
+    """AdamW (or SGD) with a linear warmup over a tenth of the steps, then linear decay."""
+    schedule = optim.LinearDecay(c["lr"], total_steps=c["steps"], warmup_steps=c["steps"] // 10)
+    return optim.AdamW(schedule) if c["optimizer"] == "adamw" else optim.SGD(schedule)
+
+
+class Trainer:
+    """One rank's training state for a config: the mesh, the model (parallelized when
+    tp > 1), the loss and its gradient (one `hal.jit` graph unless `eager`), the optimizer
+    and the data-parallel gradient sync. Collective: every rank of `comm` builds it with the
+    same config, then calls `step` together; `close()` (or a with block) frees the mesh."""
+
+    def __init__(self, config: Mapping | None = None, comm=None):
+        from mpi4py import MPI
+
+        from .data_parallel import DataParallel
+        from .mesh import Mesh
+
+        comm = MPI.COMM_WORLD if comm is None else comm
+        self.config = c = check_config(dict(config or {}), comm.Get_size())
+        self.dp, self.tp = dp, tp = c["dp"], c["tp"]
+        self.mesh = Mesh((dp, tp), ("dp", "tp"), comm, debug=c["debug"], timeout=c["timeout"])
+        model = LanguageModel(VOCAB, c["dim"], c["heads"], c["layers"], c["seq"],
+                              dtype=hal.dtype(c["dtype"]), seed=c["seed"])
+        self.model = model = parallelize(model, self.mesh, "tp") if tp > 1 else model
+
+        def loss(params, ids, targets):
+            logits = forward(model, params, ids) if tp > 1 else model.call_with(params, ids)
+            return cross_entropy(logits, targets)
+
+        self.gradient = ag.value_and_grad(loss) if c["eager"] else \
+            hal.jit(ag.value_and_grad(loss))
+        self.optimizer = make_optimizer(c)
+        self.data_parallel = (DataParallel(self.mesh, "dp", zero=c["zero"],
+                                           bucket_bytes=int(c["bucket_mb"] * 2**20))
+                              if dp > 1 else None)
+        self.params = model.trainable()
+        if self.data_parallel:
+            self.params = self.data_parallel.broadcast(self.params)
+
+    def batches(self, steps: int) -> Iterator[tuple[Tensor, Tensor]]:
+        """This rank's (ids, targets) for `steps` steps: its dp slice of the seeded windows."""
+        c = self.config
+        return batches(steps, c["batch"], c["seq"], c["seed"], part=self.mesh.coords["dp"],
+                       parts=self.dp)
+
+    def step(self, ids: Tensor, targets: Tensor) -> float:
+        """One training step on every rank; the loss before it (the mean over the batch)."""
+        value, grads = self.gradient(self.params, ids, targets)
+        dp = self.data_parallel
+        if dp is None:
+            self.params = self.optimizer.step(self.params, grads)
+        elif self.config["zero"]:
+            self.params = dp.zero_step(self.optimizer, self.params, grads)
+        else:
+            self.params = self.optimizer.step(self.params, dp.sync(grads))
+        value = float(value)
+        return self.mesh.comm("dp").allreduce(value) / self.dp if self.dp > 1 else value
+
+    def collective_seconds(self) -> float:
+        """Seconds this rank has spent inside the mesh's collectives."""
+        return float(sum(sum(g.seconds.values()) for g in self.mesh.groups.values()))
+
+    def close(self) -> None:
+        """Free the mesh (its groups are unregistered)."""
+        self.mesh.close()
+
+    def __enter__(self) -> Trainer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def train(config: Mapping | None = None, *, comm=None,
+          log: Callable[[str], None] | None = print) -> dict:
+    """Train the LM as `config` says (keys of DEFAULTS) on the ranks of `comm` (an mpi4py
+    communicator, default MPI.COMM_WORLD).
+
+    Collective: every rank calls it with the same config. Returns the run: per-step loss
+    (the mean over the whole batch) and seconds, the median seconds per step over the
+    steps after the first and the tokens/s it gives, the share of those steps' time spent
+    inside collectives, ranks, dp, tp, the config and a greedy sample. Rank 0 logs
+    (`log`, None for quiet).
+    """
+    with Trainer(config, comm) as trainer:
+        c = trainer.config
+        say = log if trainer.mesh.rank == 0 and log else (lambda _: None)
+        losses, seconds, communicating = [], [], 0.0
+        for n, (ids, targets) in enumerate(trainer.batches(c["steps"])):
+            start = time.perf_counter()
+            losses.append(trainer.step(ids, targets))
+            seconds.append(time.perf_counter() - start)
+            if n == 0:  # the first step traces the graph: time the others
+                communicating = -trainer.collective_seconds()
+            if (n + 1) % c["log_every"] == 0 or n + 1 == c["steps"]:
+                say(f"step {n + 1:5d}/{c['steps']}  loss {losses[-1]:.4f}  "
+                    f"{seconds[-1] * 1e3:7.1f} ms")
+        communicating += trainer.collective_seconds()
+        trainer.model.update(trainer.params)
+        sample = generate(trainer.model, c["prompt"], c["sample"]) if c["sample"] else ""
+    timed = seconds[1:] or seconds
+    per_step = float(np.median(timed))
+    result = {
+        "ranks": trainer.dp * trainer.tp, "dp": trainer.dp, "tp": trainer.tp, "config": c,
+        "jit": not c["eager"], "losses": losses, "step_seconds": seconds,
+        "seconds_per_step": per_step, "tokens_per_second": c["batch"] * c["seq"] / per_step,
+        "communication_share": communicating / sum(timed) if len(seconds) > 1 else None,
+        "sample": sample,
+    }
+    say(summary(result))
+    return result
+
+
+def summary(result: Mapping) -> str:
+    """The run in a few lines: loss first -> last, speed, communication share, sample."""
+    share = result["communication_share"]
+    lines = [
+        f"trained {len(result['losses'])} steps on {result['ranks']} rank(s) (dp {result['dp']}"
+        f" x tp {result['tp']}): loss {result['losses'][0]:.4f} -> {result['losses'][-1]:.4f}",
+        f"{result['tokens_per_second']:.0f} tokens/s, {result['seconds_per_step'] * 1e3:.1f} "
+        f"ms/step (median)" + ("" if share is None else f", {share:.0%} of it in collectives"),
+    ]
+    if result["sample"]:
+        lines.append(f"sample: {result['sample']!r}")
+    return "\n".join(lines)
+
+
+# -- the two scripts ------------------------------------------------------------------------
+SINGLE_DEVICE = '''\
+import hal
+from frontends import autograd as ag
+from frontends import optim
+from frontends.parallel.train import LanguageModel, batches, cross_entropy
+
+model = LanguageModel(256, dim=64, heads=4, layers=2, seq=32, seed=0)
+
+
+def loss(params, ids, targets):
+    return cross_entropy(model.call_with(params, ids), targets)
+
+
+step = hal.jit(ag.value_and_grad(loss))
+opt = optim.AdamW(1e-3)
+params = model.trainable()
+for ids, targets in batches(steps=20, batch=8, seq=32):
+    value, grads = step(params, ids, targets)
+    params = opt.step(params, grads)
+    print(float(value))
+'''
+"""Training the LM on one device (run it with python)."""
+
+PARALLEL = '''\
+import hal
+from frontends import autograd as ag
+from frontends import optim
+from frontends.parallel.train import LanguageModel, batches, cross_entropy
+from frontends.parallel.annotate import forward, parallelize
+from frontends.parallel.data_parallel import DataParallel
+from frontends.parallel.mesh import Mesh
+
+mesh = Mesh((1, 2), ("dp", "tp"))
+model = parallelize(LanguageModel(256, dim=64, heads=4, layers=2, seq=32, seed=0), mesh)
+dp = DataParallel(mesh, "dp")
+
+
+def loss(params, ids, targets):
+    return cross_entropy(forward(model, params, ids), targets)
+
+
+step = hal.jit(ag.value_and_grad(loss))
+opt = optim.AdamW(1e-3)
+params = model.trainable()
+for ids, targets in batches(steps=20, batch=8, seq=32, part=mesh.coords["dp"], parts=1):
+    value, grads = step(params, ids, targets)
+    params = opt.step(params, dp.sync(grads))
+    print(float(value))
+'''
+"""The same training over a (dp, tp) = (1, 2) mesh (mpiexec -n 2; Mesh((d, t)) and
+parts=d for other layouts): each rank prints its part's loss."""
+
+
+def annotation_lines() -> dict:
+    """How much the parallel version differs: lines of each script, lines of PARALLEL that
+    are not in SINGLE_DEVICE (added or changed, by difflib), and the model's annotation
+    lines (`parallel(...)` in the layers' source, inert on one device)."""
+    single, parallel_ = SINGLE_DEVICE.splitlines(), PARALLEL.splitlines()
+    matcher = difflib.SequenceMatcher(a=single, b=parallel_, autojunk=False)
+    changed = sum(j2 - j1 for tag, _, _, j1, j2 in matcher.get_opcodes() if tag != "equal")
+    code = lambda lines: sum(1 for line in lines if line.strip())  # noqa: E731
+    model = "".join(inspect.getsource(cls) for cls in (CausalSelfAttention, Block))
+    return {"single_device_lines": code(single), "parallel_lines": code(parallel_),
+            "lines_differing": changed,
+            "model_annotation_lines": sum("parallel(" in line for line in model.splitlines())}
+
+
+def side_by_side() -> str:
+    """SINGLE_DEVICE and PARALLEL in two columns, '|' marking the lines that differ."""
+    single, parallel_ = SINGLE_DEVICE.splitlines(), PARALLEL.splitlines()
+    width = max(map(len, single))
+    rows = []
+    matcher = difflib.SequenceMatcher(a=single, b=parallel_, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        left, right = single[i1:i2], parallel_[j1:j2]
+        for k in range(max(len(left), len(right))):
+            a = left[k] if k < len(left) else ""
+            b = right[k] if k < len(right) else ""
+            rows.append(f"{a:{width}} {' ' if tag == 'equal' else '|'} {b}")
+    counts = annotation_lines()
+    rows.append(f"\n{counts['lines_differing']} of {counts['parallel_lines']} lines differ; "
+                f"the model has {counts['model_annotation_lines']} annotation lines")
+    return "\n".join(rows)
+
+
+# -- the command line -----------------------------------------------------------------------
+def register(subparsers) -> None:
+    """Add `hal train` to the hal command line (the `hal.commands` entry point)."""
+    parser = subparsers.add_parser("train", help="train a small transformer LM over MPI "
+                                                 "(mpiexec -n P hal train ...)")
+    _options(parser)
+    parser.set_defaults(func=run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m frontends.parallel.train`: parse the options and run."""
+    parser = argparse.ArgumentParser(prog="python -m frontends.parallel.train",
+                                     description=__doc__.split("\n")[0])
+    _options(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train as the options say, rank 0 printing and writing --out. A config that cannot
+    run is reported once, by rank 0; any other failure by the rank it happens on. Either
+    way the whole job is aborted (exit status 2, or 1 with a traceback), so no rank waits."""
+    if args.examples:
+        print(side_by_side())
+        return 0
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    config = {k: v for k, v in vars(args).items() if k in DEFAULTS}
+    try:
+        result = train(config)
+    except TrainConfigError as exc:
+        if comm.Get_rank() != 0:
+            comm.Barrier()  # rank 0, which found the same, reports it and aborts the job
+        _abort(comm, str(exc), 2, everywhere=True)
+    except HalError as exc:
+        _abort(comm, f"{type(exc).__name__}: {exc}", 2)
+    except Exception:
+        _abort(comm, traceback.format_exc().rstrip(), 1)
+    if args.out and comm.Get_rank() == 0:
+        Path(args.out).write_text(json.dumps(result, indent=1))
+    return 0
+
+
+def _abort(comm, message: str, code: int, everywhere: bool = False) -> None:
+    """Print why this rank (or, `everywhere`, every rank) fails, then end every rank."""
+    where = "" if everywhere or comm.Get_size() == 1 else \
+        f"rank {comm.Get_rank()} of {comm.Get_size()}: "
+    print(f"hal train: {where}{message}", file=sys.stderr, flush=True)
+    comm.Abort(code)
+
+
+def _options(parser: argparse.ArgumentParser) -> None:
+    d = DEFAULTS
+    add = parser.add_argument
+    add("--dp", type=int, default=d["dp"], help="data-parallel ranks (default: ranks / tp)")
+    add("--tp", type=int, default=d["tp"], help="tensor-parallel ranks (default 1)")
+    add("--steps", type=int, default=d["steps"])
+    add("--batch", type=int, default=d["batch"], help="windows per step, over all dp ranks")
+    add("--seq", type=int, default=d["seq"], help="bytes per window")
+    add("--dim", type=int, default=d["dim"])
+    add("--layers", type=int, default=d["layers"])
+    add("--heads", type=int, default=d["heads"])
+    add("--lr", type=float, default=d["lr"], help="peak learning rate")
+    add("--optimizer", choices=("adamw", "sgd"), default=d["optimizer"])
+    add("--zero", type=int, choices=(0, 1, 2), default=d["zero"],
+        help="ZeRO stage over dp (1: sharded optimizer state, 2: and gradients)")
+    add("--bucket-mb", dest="bucket_mb", type=float, default=d["bucket_mb"],
+        help="gradient bucket size in MiB (0: one collective per tensor)")
+    add("--seed", type=int, default=d["seed"])
+    add("--dtype", default=d["dtype"])
+    add("--eager", action="store_true", help="run the step op by op instead of hal.jit")
+    add("--debug", action="store_true", help="check every collective across the ranks")
+    add("--timeout", type=float, default=d["timeout"],
+        help="abort the job when a collective takes longer than this (seconds)")
+    add("--log-every", dest="log_every", type=int, default=d["log_every"])
+    add("--sample", type=int, default=d["sample"], help="bytes to generate at the end")
+    add("--prompt", default=d["prompt"])
+    add("--out", help="write the results as JSON to this file")
+    add("--examples", action="store_true",
+        help="print the single-device and parallel scripts side by side and exit")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
