@@ -318,8 +318,9 @@ class Mesh:
     coordinates (row-major, last axis fastest); `group(axis)` the name of the axis's
     MPIGroup in hal's registry, `groups[axis]` the group, `comm(axis)` its communicator;
     `node` the ranks on this node. `debug`, `timeout` and `cost` go to every group (see
-    MPIGroup). `close()` (or leaving a `with` block) unregisters the groups and frees the
-    communicators.
+    MPIGroup); cost="calibrate" is the model `cost.load_or_calibrate` gives (the JSON stored
+    for this job's ranks and nodes, else calibrated now and stored). `close()` (or leaving a
+    `with` block) unregisters the groups and frees the communicators.
     """
 
     def __init__(self, shape, names, comm=None, *, debug: bool = False,
@@ -328,6 +329,13 @@ class Mesh:
         comm = MPI.COMM_WORLD if comm is None else comm
         self.shape, self.names = _layout(shape, names, comm.Get_size())
         timeout = _timeout(timeout)  # refused before any communicator is made
+        if isinstance(cost, str):
+            if cost != "calibrate":
+                raise hal.HalError(f"Mesh: cost is a CostModel, None or 'calibrate', got "
+                                   f"{cost!r}")
+            from .cost import load_or_calibrate
+
+            cost = load_or_calibrate(comm)
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
         index = np.unravel_index(self.rank, self.shape)
         self.coords = {name: int(i) for name, i in zip(self.names, index)}

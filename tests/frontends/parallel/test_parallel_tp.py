@@ -244,9 +244,15 @@ try:
     emit("no error")
 except hal.ShapeError as e:
     emit(str(e))
+try:
+    Mesh((2,), ("tp",), cost="fastest")
+    emit("no error")
+except hal.HalError as e:
+    emit(str(e))
 '''))
-    for message in out:
-        assert "fc1.weight" in message and "9" in message and "tp=2" in message
+    for uneven, cost in out:
+        assert "fc1.weight" in uneven and "9" in uneven and "tp=2" in uneven
+        assert "'calibrate'" in cost and "'fastest'" in cost
 
 
 def test_placements_print_short():
