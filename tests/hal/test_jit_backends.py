@@ -27,11 +27,18 @@ def integers(i, j):
     return hal.remainder(i, 3) + hal.floor_divide(j, 2) * i
 
 
+def collective(a, b):
+    """A collective between fused groups, over the one-rank group (real ranks:
+    tests/frontends/parallel)."""
+    return hal.exp(hal.collectives.all_reduce(a * 2.0 + b, group="self")) - 1.0
+
+
 CASES = {
     "chain": (chain, [(4, 33), (1, 33)], np.float32),
     "reductions": (reductions, [(4, 33), (33,)], np.float32),
     "composites": (composites, [(4, 16), (16, 8)], np.float32),
     "integers": (integers, [(5, 7), (7,)], np.int32),
+    "collective": (collective, [(4, 33), (1, 33)], np.float32),
 }
 
 
