@@ -28,7 +28,6 @@ shared). A device that cannot run a row says why.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -38,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import hal
+from benchmarks.figures import finish, measured
 from benchmarks.suites import int8 as suite
 from frontends import nn, quant
 from frontends.nn import finetune
@@ -50,11 +50,6 @@ PEER = "onnxruntime peer (host)"
 
 
 # -- measuring ----------------------------------------------------------------------------------
-def load() -> list[float]:
-    """The 1, 5 and 15-minute load averages (as `uptime` prints them)."""
-    return [round(x, 2) for x in os.getloadavg()]
-
-
 def interleaved_medians(calls: dict, repeats: int) -> dict:
     """{key: {median_s, samples_s, first_call_s, output}}: each call once as a warm-up
     (timed apart; a call that raises a HalError there gets {skipped: why} and is left
@@ -391,14 +386,8 @@ def main(argv=None) -> None:
                "missing": missing, "figures": {}}
     for key in "123":
         if key in args.figures:
-            before = load()
-            figure = run[key]()
-            figure["load"] = {"before": before, "after": load()}
-            results["figures"][key] = figure
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-    print(text(results))
+            results["figures"][key] = measured(run[key])
+    finish(results, args.json, text)
 
 
 if __name__ == "__main__":

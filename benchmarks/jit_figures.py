@@ -37,6 +37,7 @@ from collections.abc import Callable
 import numpy as np
 
 import hal
+from benchmarks.figures import finish, measured
 from benchmarks.suites.jit import taylor_numpy
 from frontends.autograd import bench
 from frontends.science import kdv, peers
@@ -45,11 +46,6 @@ PROBLEM = kdv.KASSAM_TREFETHEN
 
 
 # -- measuring ----------------------------------------------------------------------------------
-def load() -> list[float]:
-    """The 1, 5 and 15-minute load averages (as `uptime` prints them)."""
-    return [round(x, 2) for x in os.getloadavg()]
-
-
 def _clock(call: Callable, inner: int) -> float:
     start = time.perf_counter()
     for _ in range(inner):
@@ -474,14 +470,8 @@ def main(argv=None) -> None:
     results = {"repeats": args.repeats, "cores": os.cpu_count(), "figures": {}}
     for key in FIGURES:
         if key in args.figures:
-            before = load()
-            figure = run[key]()
-            figure["load"] = {"before": before, "after": load()}
-            results["figures"][key] = figure
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-    print(text(results))
+            results["figures"][key] = measured(run[key])
+    finish(results, args.json, text)
 
 
 if __name__ == "__main__":

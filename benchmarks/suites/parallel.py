@@ -2,9 +2,10 @@
 
 The ranks are an MPI job (`mpiexec -n P python -m frontends.parallel.stepper CONFIG`)
 started once per layout and driven through a pipe (`Ranks`): one call of a workload is
-one command, so the harness times a distributed step from outside, including a pipe round
-trip of tens of microseconds. The ranks compute on the host (the cpu backend), so the
-suite runs under the cpu backend and is skipped with that reason on the others.
+one command, so the harness times a distributed step from outside, including the pipe
+round trip and the ranks' wake-up, 0.5-0.6 ms per command here (1% of a step). The ranks
+compute on the host (the cpu backend), so the suite runs under the cpu backend and is
+skipped with that reason on the others.
 
 - `lm_step[layout]`: one step (loss, gradient, gradient sync, AdamW with lr 0, so the
   parameters stay as they are) of `train.LanguageModel` (dim 128, 2 layers, 4 heads,
@@ -16,7 +17,8 @@ suite runs under the cpu backend and is skipped with that reason on the others.
 - `all_reduce[bytes, algorithm]` on 2 ranks: allreduce (MPI's), rs_ag (reduce-scatter then
   all-gather), hierarchical (within the node, then among node leaders), and chosen (what
   the cost model calibrated at the job's start picks for that size); checked by the exact
-  sum.
+  sum. A call is `calls` all_reduces (64 at 64 KiB, 4 at 4 MiB, 1 at 32 MiB, so that a
+  command takes ~10 ms or more and its overhead stays small); items are all_reduces.
 
 Scaling efficiency (tokens/s at 2 ranks / (2 x at 1 rank)), the share of a step spent in
 collectives, bucketing on/off and the cost model's choice against the best algorithm are
@@ -51,6 +53,7 @@ LAYOUTS = {
     "tp=2": {"dp": 1, "tp": 2},
 }
 SIZES = (64 * 2**10, 4 * 2**20, 32 * 2**20)  # bytes per rank
+CALLS = {64 * 2**10: 64, 4 * 2**20: 4, 32 * 2**20: 1}  # all_reduces per command: >= ~10 ms
 ALGORITHMS = ("allreduce", "rs_ag", "hierarchical", "chosen")
 REPLY_TIMEOUT_S = 300.0
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +147,7 @@ def _step(layout: str):
 def _all_reduce(nbytes: int, algorithm: str):
     def run(x: hal.Tensor) -> hal.Tensor:
         _on_cpu(x.device)
-        answer = ranks("dp=2").request(f"all_reduce {nbytes} {algorithm}")
+        answer = ranks("dp=2").request(f"all_reduce {nbytes} {algorithm} {CALLS[nbytes]}")
         return hal.asarray(np.float64(answer["checksum"]), device=x.device)
 
     return run
@@ -167,7 +170,9 @@ def workloads() -> list[Workload]:
         expected = float(nbytes // 4 * 3)  # ranks 1 and 2 send 1 and 2 in every element
         for algorithm in ALGORITHMS:
             found.append(Workload(
-                "all_reduce", {"bytes": nbytes, "algorithm": algorithm, "ranks": 2},
-                ["float32"], _case(1, 2 * nbytes), _all_reduce(nbytes, algorithm),
+                "all_reduce", {"bytes": nbytes, "algorithm": algorithm, "ranks": 2,
+                               "calls": CALLS[nbytes]},
+                ["float32"], _case(CALLS[nbytes], 2 * nbytes * CALLS[nbytes]),
+                _all_reduce(nbytes, algorithm),
                 functools.partial(lambda _x, e: np.float64(e), e=expected)))
     return found

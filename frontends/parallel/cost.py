@@ -23,6 +23,7 @@ import bisect
 import copy
 import functools
 import json
+import math
 import os
 import statistics
 import time
@@ -153,8 +154,12 @@ class CostModel:
 
     `fits` maps (collective, algorithm) to (alpha, beta); `samples` optionally to the measured
     [(n, seconds)] the fit came from; `context` says where it was measured (ranks, nodes,
-    hosts, date, MPI library, environment). The crossover points between the algorithms of
-    each collective are computed once, so `choose` is a bisection.
+    hosts, date, MPI library, environment). `choose` goes by the measured medians where
+    every algorithm was measured at the same sizes: between two calibrated sizes each
+    algorithm's time is the line through its two medians (T = alpha + beta n per size band:
+    MPI libraries switch their own algorithms by size, which one line over all sizes cannot
+    follow); otherwise by the fitted lines. The crossover points are computed once, so
+    `choose` is a bisection.
     """
 
     def __init__(self, fits: dict[tuple[str, str], tuple[float, float]],
@@ -171,9 +176,11 @@ class CostModel:
         self.context = dict(context or {})
         self.samples = {key: [(int(n), float(t)) for n, t in s]
                         for key, s in (samples or {}).items()}
-        self._crossovers = {c: _lower_envelope({a: fit for (c2, a), fit in self.fits.items()
-                                                if c2 == c})
-                            for c in {c for c, _ in self.fits}}
+        self._crossovers = {}
+        for c in {c for c, _ in self.fits}:
+            mine = {a: fit for (c2, a), fit in self.fits.items() if c2 == c}
+            measured = {a: self.samples.get((c, a), []) for a in mine}
+            self._crossovers[c] = _measured_envelope(measured) or _lower_envelope(mine)
 
     def predict(self, collective: str, algorithm: str, nbytes: float) -> float:
         """Predicted seconds for `collective` by `algorithm` on a buffer of nbytes."""
@@ -284,11 +291,57 @@ def _lower_envelope(lines: dict[str, tuple[float, float]]) -> tuple[list[float],
     return starts, algorithms
 
 
+def _measured_envelope(samples: dict[str, list[tuple[int, float]]]
+                       ) -> tuple[list[float], list[str]] | None:
+    """`_lower_envelope` of the per-band lines through the measured medians (the first and
+    last bands' lines continue below and above the sizes measured); None unless every
+    algorithm was measured at the same two or more sizes."""
+    sizes = sorted(set.intersection(*(set(n for n, _ in s) for s in samples.values())))
+    if len(sizes) < 2 or any(len(s) != len(sizes) for s in samples.values()):
+        return None
+    table = {a: dict(s) for a, s in samples.items()}
+    starts: list[float] = []
+    algorithms: list[str] = []
+    for i, (lo, hi) in enumerate(pairwise(sizes)):
+        lines = {a: (t[lo] - lo * (t[hi] - t[lo]) / (hi - lo), (t[hi] - t[lo]) / (hi - lo))
+                 for a, t in table.items()}
+        band_lo = 0.0 if i == 0 else float(lo)
+        band_hi = math.inf if hi == sizes[-1] else float(hi)
+        cuts, picks = _lower_envelope(lines)
+        for start, pick in zip([0.0, *cuts], picks):
+            end = next((c for c in cuts if c > start), math.inf)
+            if end <= band_lo or start >= band_hi:
+                continue
+            if not algorithms:
+                algorithms.append(pick)
+            elif pick != algorithms[-1]:
+                starts.append(max(start, band_lo))
+                algorithms.append(pick)
+    return starts, algorithms
+
+
+LATENCY_BYTES = 1024  # at or below: a message's time is its latency
+BANDWIDTH_BYTES = 64 * 2**10  # at or above: its time is mostly bytes over bandwidth
+
+
 def fit(samples: list[tuple[float, float]]) -> tuple[float, float]:
-    """(alpha, beta) >= 0 of T = alpha + beta * n fitted to [(n, T)] by least squares on the
-    relative error, sum(((alpha + beta n - T) / T)^2), so that microsecond latencies and
-    millisecond transfers weigh alike; non-negativity by scipy's NNLS (Lawson-Hanson)."""
+    """(alpha, beta) >= 0 of T = alpha + beta * n fitted to [(n, T)], Hockney's way: alpha
+    from the messages of at most LATENCY_BYTES (the median of T - beta n), beta the
+    least-squares slope of T - alpha over those of at least BANDWIDTH_BYTES (absolute
+    error, so the large messages, where the choice of algorithm matters, set it), the two
+    alternated to their fixed point. Without sizes in both ranges: least squares on the
+    relative error, sum(((alpha + beta n - T) / T)^2), non-negative by scipy's NNLS."""
     n, t = np.array(samples, dtype=np.float64).T
+    small, large = n <= LATENCY_BYTES, n >= BANDWIDTH_BYTES
+    if small.any() and large.any():
+        alpha = beta = 0.0
+        for _ in range(50):
+            before = (alpha, beta)
+            beta = max(float(np.sum((t[large] - alpha) * n[large]) / np.sum(n[large] ** 2)), 0.0)
+            alpha = max(float(np.median(t[small] - beta * n[small])), 0.0)
+            if np.allclose(before, (alpha, beta), rtol=1e-12, atol=0):
+                break
+        return alpha, beta
     (alpha, beta), _ = nnls(np.stack([1 / t, n / t], axis=1), np.ones_like(t))
     return float(alpha), float(beta)
 

@@ -6,9 +6,10 @@ Every rank builds a `Trainer` for the JSON config (keys of `train.DEFAULTS`), th
 reads commands from stdin, one per line, and every rank runs each:
 
     step                        one training step on the first batch of the seed
-    all_reduce BYTES ALGORITHM  one all_reduce of a float32 buffer over all ranks
-                                (ALGORITHM: one of cost.ALGORITHMS, or "chosen": by the
-                                cost model calibrated at start-up)
+    all_reduce BYTES ALGORITHM [CALLS]
+                                CALLS (default 1) all_reduces of a float32 buffer over all
+                                ranks (ALGORITHM: one of cost.ALGORITHMS, or "chosen": by
+                                the cost model calibrated at start-up)
     stats                       collective seconds and calls so far, the cost model's table
     quit
 
@@ -58,9 +59,11 @@ def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
                 answer({"loss": trainer.step(ids, targets)})
             elif command[0] == "all_reduce":
                 nbytes, algorithm = int(command[1]), command[2]
+                calls = int(command[3]) if len(command) > 3 else 1
                 chosen = model.choose(nbytes) if algorithm == "chosen" else algorithm
                 x = np.full(nbytes // 4, rank + 1, dtype=np.float32)
-                result = cost.run(chosen, world, x)
+                for _ in range(calls):
+                    result = cost.run(chosen, world, x)
                 answer({"checksum": float(result.sum(dtype=np.float64)), "algorithm": chosen})
             elif command[0] == "stats":
                 groups = trainer.mesh.groups.values()
@@ -72,22 +75,24 @@ def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
 
 
 COMMAND_BYTES = 256
+SPIN_S = 0.005  # polled without sleeping this long after each command
 
 
 def _next_command(world, lines) -> list[str]:
     """Rank 0's next command line, split, on every rank. The ranks wait in a nonblocking
-    broadcast, sleeping longer the longer they wait, so a job between commands leaves the
-    cores to others (a blocking MPICH broadcast spins) yet answers a quick succession of
-    commands at once."""
+    broadcast: polling for SPIN_S, then sleeping longer the longer they wait, so a job
+    between commands leaves the cores to others (a blocking MPICH broadcast spins) yet
+    answers a quick succession of commands at once."""
     buffer = bytearray(COMMAND_BYTES)
     if world.Get_rank() == 0:
         text = lines.readline().encode()[:COMMAND_BYTES]
         buffer[:len(text)] = text
     request = world.Ibcast(buffer, root=0)
-    pause = 0.0
+    spin_until, pause = time.perf_counter() + SPIN_S, 0.0
     while not request.Test():
         time.sleep(pause)
-        pause = min(1e-3, pause + 1e-5)
+        if time.perf_counter() > spin_until:
+            pause = min(1e-3, pause + 1e-5)
     return buffer.rstrip(b"\0").decode().split()
 
 

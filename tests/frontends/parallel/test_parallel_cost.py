@@ -285,3 +285,19 @@ def test_gpt3_projection_and_the_printed_table(capsys):
     printed = capsys.readouterr().out
     assert printed.startswith("projection (not a measurement): GPT-3 175B")
     assert '"175B: 21 -> 9 days"' in printed and "1024 GPUs:" in printed
+
+
+def test_choose_follows_the_measured_medians_band_by_band():
+    """rs_ag wins small and large but loses in the middle: no single line per algorithm can
+    say so; the per-band lines through the medians can."""
+    sizes = [1e3, 1e5, 1e6, 1e7]
+    allreduce = [10e-6, 200e-6, 700e-6, 10e-3]
+    rs_ag = [9e-6, 300e-6, 1e-3, 6e-3]
+    fits = {("all_reduce", "allreduce"): fit(list(zip(sizes, allreduce))),
+            ("all_reduce", "rs_ag"): fit(list(zip(sizes, rs_ag)))}
+    samples = {("all_reduce", "allreduce"): list(zip(sizes, allreduce)),
+               ("all_reduce", "rs_ag"): list(zip(sizes, rs_ag))}
+    cost = CostModel(fits, None, samples)
+    assert [cost.choose(n) for n in (500, 1e3, 1e5, 1e6, 1e7, 1e9)] == [
+        "rs_ag", "rs_ag", "allreduce", "allreduce", "rs_ag", "rs_ag"]
+    assert [a for _, a in cost.crossovers()] == ["rs_ag", "allreduce", "rs_ag"]
