@@ -14,9 +14,9 @@ driven through a pipe, so a step is timed from outside) give:
 (2) From (1): bucketing on vs off (dp=2 / dp=2 buckets off, step time) and ZeRO-2 vs plain
     dp=2.
 (3) all_reduce at each of the suite's sizes on 2 ranks (the dp=2 job, the others closed):
-    the median of `--repeats` calls per algorithm, the one the cost model (calibrated at the
-    job's start) chose and its time over the best measured one; the model's table and its
-    predictions beside.
+    the median of `--repeats` calls per algorithm, the one the cost model (calibrated in
+    the job at its first "chosen" call) chose and its time over the best measured one;
+    the model's table and its predictions beside.
 (4) The planner's projection for GPT-3 175B (not a measurement) for a few GPU counts, the
     claim "175B: 21 -> 9 days" beside, and the lines of the single-device and parallel
     training scripts (the claim: -70%).
@@ -211,7 +211,7 @@ def _all_reduce_text(f: dict) -> list[str]:
     lines = [f"(3) all_reduce on {f['ranks']} ranks, median of {f['repeats']} calls, algorithms "
              f"in turn; a call includes the pipe round trip and the ranks' wake-up: a 4-byte "
              f"call takes {1e3 * f['floor_s']:.3f} ms  [{_load(f)}]",
-             "  cost model calibrated at the job's start:"]
+             "  cost model, calibrated in the job at its first 'chosen' call:"]
     lines += [f"    {r['collective']:<15}{r['algorithm']:<13} alpha {r['alpha_us']:7.1f} us  "
               f"{r['GB/s']:6.2f} GB/s  ({r['sizes']} sizes, worst fit error "
               f"{r['max_rel_err'] or 0:.0%})" for r in f["cost_model"]]

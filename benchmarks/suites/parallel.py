@@ -16,9 +16,10 @@ skipped with that reason on the others.
   process.
 - `all_reduce[bytes, algorithm]` on 2 ranks: allreduce (MPI's), rs_ag (reduce-scatter then
   all-gather), hierarchical (within the node, then among node leaders), and chosen (what
-  the cost model calibrated at the job's start picks for that size); checked by the exact
-  sum. A call is `calls` all_reduces (64 at 64 KiB, 4 at 4 MiB, 1 at 32 MiB, so that a
-  command takes ~10 ms or more and its overhead stays small); items are all_reduces.
+  the cost model, calibrated in the job at its first "chosen" call, picks for that size);
+  checked by the exact sum. A call is `calls` all_reduces (64 at 64 KiB, 4 at 4 MiB, 1 at
+  32 MiB, so that a command takes ~10 ms or more and its overhead stays small); items are
+  all_reduces.
 
 Scaling efficiency (tokens/s at 2 ranks / (2 x at 1 rank)), the share of a step spent in
 collectives, bucketing on/off and the cost model's choice against the best algorithm are

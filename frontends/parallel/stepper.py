@@ -9,8 +9,10 @@ reads commands from stdin, one per line, and every rank runs each:
     all_reduce BYTES ALGORITHM [CALLS]
                                 CALLS (default 1) all_reduces of a float32 buffer over all
                                 ranks (ALGORITHM: one of cost.ALGORITHMS, or "chosen": by
-                                the cost model calibrated at start-up)
+                                the cost model, calibrated at the first "chosen", when
+                                this job is busy alone, not while others start)
     stats                       collective seconds and calls so far, the cost model's table
+                                (once calibrated)
     quit
 
 Rank 0 answers each with one JSON line on stdout: {"loss": ...} (with lr 0 the parameters
@@ -42,7 +44,7 @@ def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
     world = MPI.COMM_WORLD
     rank = world.Get_rank()
     with Trainer(config) as trainer:
-        model = cost.calibrate(world, repeats=3)
+        model = None
         ids, targets = next(trainer.batches(1))
 
         def answer(obj) -> None:
@@ -60,6 +62,8 @@ def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
             elif command[0] == "all_reduce":
                 nbytes, algorithm = int(command[1]), command[2]
                 calls = int(command[3]) if len(command) > 3 else 1
+                if algorithm == "chosen" and model is None:
+                    model = cost.calibrate(world, repeats=3)
                 chosen = model.choose(nbytes) if algorithm == "chosen" else algorithm
                 x = np.full(nbytes // 4, rank + 1, dtype=np.float32)
                 for _ in range(calls):
@@ -69,7 +73,7 @@ def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
                 groups = trainer.mesh.groups.values()
                 answer({"collective_seconds": trainer.collective_seconds(),
                         "calls": sum(sum(g.counts.values()) for g in groups),
-                        "cost_model": model.table()})
+                        "cost_model": model.table() if model else None})
             else:
                 answer({"error": f"unknown command {command[0]!r}"})
 
