@@ -2,7 +2,7 @@
 
     mesh = Mesh((dp, tp), ("dp", "tp"))              # under mpiexec -n dp*tp
     model = parallelize(model, mesh)                  # the layers annotated parallel(...)
-    loss = lambda p, x, y: cross_entropy(forward(model, p, x), y)
+    loss = lambda p, x, y: cross_entropy(model.call_with(p, x), y)   # runs distributed
     value, grads = hal.jit(ag.value_and_grad(loss))(model.trainable(), x, y)
     params = optimizer.step(params, DataParallel(mesh, "dp").sync(grads))
 

@@ -9,11 +9,13 @@ or as a class decorator, `@parallel(split_dim=1) class Up(nn.Linear): ...`. An a
 layer's `weight` is split along split_dim over the "tp" axis of a Mesh; its `bias` is
 split with the outputs (split_dim = the weight's last axis) and replicated otherwise;
 every other parameter is replicated. `parallelize(model, mesh)` returns a copy holding
-this rank's shards; `forward(model, params, *args)` runs it with the parameters as
-DTensors, so the propagation rules insert the collectives (an MLP: one all_reduce
-forward, one backward), and returns replicated local tensors. Differentiate `forward`
-with respect to the local parameter tensors (frontends.autograd): a shard's gradient is
-the shard of the full gradient, a replicated parameter's the full gradient on every rank.
+this rank's shards, whose `model(...)` and `model.call_with(params, ...)` run it
+distributed (`forward`): the parameters become DTensors, the propagation rules insert the
+collectives (an MLP: one all_reduce forward, one backward), and the results come back as
+replicated local tensors, as the single-device model returns them. So a training script
+differentiates `model.call_with` with respect to the local parameter tensors
+(frontends.autograd) exactly as on one device: a shard's gradient is the shard of the
+full gradient, a replicated parameter's the full gradient on every rank.
 """
 
 from __future__ import annotations
@@ -47,17 +49,40 @@ def parallel(layer=None, *, split_dim: int):
 
 
 class Plan:
-    """Where a parallelized model's parameters lie: the group and a placement per name."""
+    """Where a parallelized model's parameters lie: the group and a placement per name, and
+    the model's own class (whose forward runs on the DTensors)."""
 
-    def __init__(self, group: str, placements: dict[str, Placement]):
-        self.group, self.placements = group, placements
+    def __init__(self, group: str, placements: dict[str, Placement], base: type):
+        self.group, self.placements, self.base = group, placements, base
+
+
+_PARALLEL_CLASSES: dict[type, type] = {}
+
+
+def _parallel_class(base: type) -> type:
+    """A subclass of the model's class whose call and call_with run distributed."""
+    cls = _PARALLEL_CLASSES.get(base)
+    if cls is None:
+        cls = _PARALLEL_CLASSES[base] = type(base.__name__, (base,), {
+            "__call__": lambda self, *args, **kwargs: forward(self, None, *args, **kwargs),
+            "call_with": lambda self, params, *args, **kwargs: forward(self, params, *args,
+                                                                        **kwargs),
+            "__module__": base.__module__,
+            "__doc__": f"{base.__name__}, parallelized: called, it runs distributed "
+                       "(frontends.parallel.forward).",
+        })
+    return cls
 
 
 def parallelize(model, mesh, axis: str = "tp"):
-    """A copy of `model` whose annotated parameters are this rank's shards over mesh's axis.
+    """A copy of `model` whose annotated parameters are this rank's shards over mesh's axis,
+    and which runs distributed when called (`forward`).
 
     Uneven splits are refused (ShapeError naming the parameter, its size and the ranks).
     """
+    if getattr(model, "_plan", None) is not None:
+        raise HalError(f"parallelize: this {type(model).__name__} is parallelized already; "
+                       "parallelize the single-device model once")
     group = mesh.group(axis)
     ranks, rank = mesh.shape[mesh.names.index(axis)], mesh.coords[axis]
     copy = model.copy()
@@ -74,7 +99,8 @@ def parallelize(model, mesh, axis: str = "tp"):
     for name, shard in shards.items():
         owner, leaf = copy._owner(name)
         owner._params[leaf] = shard
-    object.__setattr__(copy, "_plan", Plan(group, placements))
+    object.__setattr__(copy, "_plan", Plan(group, placements, type(model)))
+    copy.__class__ = _parallel_class(type(model))
     return copy
 
 
@@ -96,7 +122,7 @@ def forward(model, params: Mapping[str, Tensor] | None, *args, **kwargs):
     wrapped = {n: DTensor.make(t, plan.placements.get(n, Replicate()), plan.group)
                for n, t in local.items()}
     with distribute():
-        result = model.call_with(wrapped, *args, **kwargs)
+        result = plan.base.call_with(model, wrapped, *args, **kwargs)
         return _replicated(result)
 
 

@@ -9,7 +9,7 @@ one. It is ordinary single-device code with Megatron's split written on it as an
 in each attention the query, key and value projections are column parallel
 (`parallel(split_dim=1)`) and the output projection row parallel (`split_dim=0`); in each
 MLP fc1 is column and fc2 row parallel. On one device the annotations do nothing; with
-tp > 1 `parallelize` gives each rank its shards and `forward` runs the model distributed.
+tp > 1 `parallelize` gives each rank its shards, and the copy it returns runs distributed.
 
 A step draws random windows of `data/hardware.txt` (every rank the same window indices,
 from the seed; each dp rank takes its slice of the batch), takes the next-token
@@ -45,8 +45,7 @@ from frontends.nn import MLP, Embedding, Layer, LayerNorm, Linear, Sequential
 from frontends.nn.layers import child_seed
 from hal import HalError, ShapeError, Tensor
 
-from .annotate import forward, parallel, parallelize, placements
-from .placement import Shard
+from .annotate import parallel, parallelize
 
 TEXT = Path(__file__).with_name("data") / "hardware.txt"
 VOCAB = 256  # byte-level tokens
@@ -188,11 +187,10 @@ def generate(model: LanguageModel, prompt: str, n: int) -> str:
     ids = list(prompt.encode())
     if not ids:
         raise HalError("generate: the prompt is empty; give at least one character")
-    sharded = any(isinstance(p, Shard) for p in placements(model).values())
     device = model.head.weight.device
     for _ in range(n):
         window = hal.asarray(np.array([ids[-model.seq:]], dtype=np.int64), device=device)
-        logits = forward(model, None, window) if sharded else model(window)
+        logits = model(window)
         ids.append(int(np.argmax(logits.numpy()[0, -1])))
     return bytes(ids).decode("utf-8", errors="replace")
 
@@ -273,8 +271,7 @@ class Trainer:
         self.model = model = parallelize(model, self.mesh, "tp") if tp > 1 else model
 
         def loss(params, ids, targets):
-            logits = forward(model, params, ids) if tp > 1 else model.call_with(params, ids)
-            return cross_entropy(logits, targets)
+            return cross_entropy(model.call_with(params, ids), targets)
 
         self.gradient = ag.value_and_grad(loss) if c["eager"] else \
             hal.jit(ag.value_and_grad(loss))
@@ -402,10 +399,8 @@ PARALLEL = '''\
 import hal
 from frontends import autograd as ag
 from frontends import optim
+from frontends.parallel import DataParallel, Mesh, parallelize
 from frontends.parallel.train import LanguageModel, batches, cross_entropy
-from frontends.parallel.annotate import forward, parallelize
-from frontends.parallel.data_parallel import DataParallel
-from frontends.parallel.mesh import Mesh
 
 mesh = Mesh((1, 2), ("dp", "tp"))
 model = parallelize(LanguageModel(256, dim=64, heads=4, layers=2, seq=32, seed=0), mesh)
@@ -413,7 +408,7 @@ dp = DataParallel(mesh, "dp")
 
 
 def loss(params, ids, targets):
-    return cross_entropy(forward(model, params, ids), targets)
+    return cross_entropy(model.call_with(params, ids), targets)
 
 
 step = hal.jit(ag.value_and_grad(loss))

@@ -257,3 +257,29 @@ except hal.HalError as e:
 
 def test_placements_print_short():
     assert [repr(p) for p in (Replicate(), Shard(1), Partial())] == ["R", "S(1)", "P"]
+
+
+@pytest.mark.mpi
+def test_a_parallelized_model_is_called_like_the_model(run_ranks):
+    """model(x) and model.call_with(params, x) of the parallelized copy run distributed and
+    return what the single-device model returns; parallelizing twice is refused."""
+    out = run_ranks(2, _script('''
+mesh = Mesh((2,), ("tp",))
+model = MLPBlock(8, 16, 1)
+x = hal.asarray(np.random.default_rng(4).standard_normal((3, 8)))
+tp = parallelize(model, mesh)
+called = rel(tp(x).numpy(), model(x).numpy())
+params = {n: p * 2.0 for n, p in tp.parameters().items()}
+doubled = {n: p * 2.0 for n, p in model.parameters().items()}
+with_params = rel(tp.call_with(params, x).numpy(), model.call_with(doubled, x).numpy())
+try:
+    parallelize(tp, mesh)
+    twice = "no error"
+except hal.HalError as e:
+    twice = str(e)
+emit({"called": called, "with_params": with_params, "twice": twice,
+      "name": type(tp).__name__})
+'''))
+    for rank in out:
+        assert rank["called"] < 1e-12 and rank["with_params"] < 1e-12
+        assert "parallelized already" in rank["twice"] and rank["name"] == "MLPBlock"
