@@ -123,7 +123,7 @@ def _elementwise(spec, ds, params, out) -> DTensor:
     if partial and _stays_partial(spec.name, ds):
         return _run(spec, ds, params, P)
     if partial:
-        ds = [None if d is None or not isinstance(d.placement, Partial) else redistribute(d, R)
+        ds = [d if d is None or not isinstance(d.placement, Partial) else redistribute(d, R)
               for d in ds]
     axes = {_aligned(d, ndim) for d in ds if d is not None} - {None}
     if len(axes) != 1:
@@ -241,7 +241,6 @@ def _reduction(spec, ds, params, out) -> DTensor:
 def _keep_shard_off(spec, ds, params, allowed) -> DTensor:
     """Ops that need some axes whole: a shard of an allowed axis shared by the main operands
     carries through; otherwise everything is replicated."""
-    x = ds[0]
     moved = [None if d is None else redistribute(d, R) if isinstance(d.placement, Partial) else d
              for d in ds]
     x = moved[0]

@@ -197,6 +197,9 @@ cases = {
     "add S+R": (lambda x, y: x + y, [(a, Shard(1)), (v, Replicate())]),
     "mul P*R": (lambda x, y: x * y, [(a, Partial()), (a, Replicate())]),
     "exp of P": (hal.exp, [(a, Partial())]),
+    "add P+R": (lambda x, y: x + y, [(a, Partial()), (v, Replicate())]),
+    "add P+P": (lambda x, y: x + y, [(a, Partial()), (a, Partial())]),
+    "where P": (lambda x, y: hal.where(x > 0, x, y), [(a, Partial()), (v, Replicate())]),
     "matmul R@S": (hal.matmul, [(a, Replicate()), (b, Shard(1))]),
     "matmul S@S": (hal.matmul, [(a, Shard(1)), (b, Shard(0))]),
     "matmul S0@R": (hal.matmul, [(a, Shard(0)), (b, Replicate())]),
@@ -231,6 +234,7 @@ emit(results)
         assert rank["matmul R@S"][1] == "S(1)" and rank["matmul S@S"][1] == "P"
         assert rank["sum over shard"][1] == "P" and rank["sum keeping shard"][1] == "S(0)"
         assert rank["exp of P"][1] == "R" and rank["mul P*R"][1] == "P"
+        assert rank["add P+R"][1] == "R" and rank["add P+P"][1] == "P"
         assert rank["reshape split"][1] == "S(1)" and rank["permute"][1] == "S(0)"
 
 
