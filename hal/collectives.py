@@ -12,9 +12,10 @@ through them to any order.
 
 hal itself knows one group, "self" (one rank: every collective is the identity), so the
 ops are defined and tested on a single process. A distributed frontend registers real
-groups (`register_group`), e.g. over MPI; a group computes on host numpy arrays, and a
-device without its own collective kernels stages its operands through host memory
-(`staged_kernel`).
+groups (`register_group`), e.g. over MPI; a group computes on host numpy arrays. The cpu
+backend runs them directly; opencl, tvm, cuda and onnxruntime register kernels that stage
+through host memory (`KernelTable.register_staged_collectives`); a backend without
+either (the null template) runs them as the CPU fallback.
 
     hal.register_group("tp", group)
     y = hal.all_reduce(x, group="tp")

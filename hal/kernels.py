@@ -18,11 +18,16 @@ class KernelTable:
     """A backend's kernels: op name -> function on device-native arrays, per dtype."""
 
     def __init__(self, backend: str):
-        from . import collectives
-
         self.backend = backend
         self._entries: dict[tuple[str, np.dtype], tuple[Kernel, bool]] = {}
-        for op in collectives.OPS:  # through host memory unless the backend registers its own
+
+    def register_staged_collectives(self) -> None:
+        """Kernels for the collective ops that stage through host memory: download, run the
+        process group's collective on the host, upload (hal/collectives.py). A backend
+        whose library has its own collectives (NCCL, say) registers those instead."""
+        from . import collectives
+
+        for op in collectives.OPS:
             self.register(op)(collectives.staged_kernel(op))
 
     def register(self, op: str, dtypes: Iterable | None = None, *, device_arg: bool = True):

@@ -15,6 +15,7 @@ import hal
 from hal import dtypes as dt
 
 kernels = hal.KernelTable("cuda")
+kernels.register_staged_collectives()  # through host memory (the mpich wheel is not CUDA-aware)
 HALF = tuple(d for d in (dt.float16, dt.bfloat16) if d is not None)
 
 

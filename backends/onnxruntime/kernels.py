@@ -106,3 +106,4 @@ def table(supported: dict[str, tuple[str, ...]]) -> hal.KernelTable:
 
 
 kernels = table(SUPPORTED)
+kernels.register_staged_collectives()  # collectives go through host memory

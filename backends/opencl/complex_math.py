@@ -122,7 +122,7 @@ inline $T hal_${P}_divide($T a, $T b) {  /* numpy's Smith division; by 0 gives i
 inline $T hal_${P}_pow($T a, $T b) {  /* 0**0 = 1; integer exponents by squaring */
   if (b.real == 0 && b.imag == 0) return ${P}_new(1, 0);
   if (a.real == 0 && a.imag == 0)
-    return (b.real > 0 && b.imag == 0) ? ${P}_new(0, 0) : ${P}_new(NAN, NAN);
+    return b.real > 0 ? ${P}_new(0, 0) : ${P}_new(NAN, NAN);  /* numpy 2: any Re(b) > 0 */
   if (b.imag == 0 && b.real == rint(b.real) && fabs(b.real) < 100) {
     const int n = (int)b.real;
     int m = abs(n);

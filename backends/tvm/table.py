@@ -3,3 +3,4 @@
 import hal
 
 kernels = hal.KernelTable("tvm")
+kernels.register_staged_collectives()  # collectives go through host memory

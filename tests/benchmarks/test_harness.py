@@ -48,7 +48,8 @@ def _private_cache(tmp_path, monkeypatch):
 
 def test_unknown_suite_backend_dtype_list_the_valid_ones():
     with pytest.raises(
-        BenchError, match=r"unknown suite nope; suites: (\w+, )*ops, peak, quick, (\w+, )*smoke"
+        BenchError,
+        match=r"unknown suite nope; suites: (\w+, )*ops, (\w+, )*peak, quick, (\w+, )*smoke",
     ):
         plan(Config(suites=["nope"]), ["cpu:0"])
     with pytest.raises(BenchError, match=r"unknown dtype int3 .*dtypes: complex64, float32"):
