@@ -39,6 +39,7 @@ from hal.shapes import axis as _axis
 
 _MESHES = itertools.count()  # meshes are created collectively, so every rank numbers alike
 _ABORT_STATUS = 3
+ABORT_GRACE_S = 1.0  # between the timeout's diagnostic and the abort (a CI run lost it)
 _NARROW = {d for d in (np.dtype(np.float16), dtypes.bfloat16) if d is not None}  # no MPI type
 
 
@@ -287,6 +288,7 @@ class MPIGroup:
             "this collective (stopped, hung, or issuing a different one; HAL_PARALLEL_DEBUG=1 "
             "compares them); aborting the job\n")
         sys.stderr.flush()
+        time.sleep(ABORT_GRACE_S)  # the process manager forwards the message before the kill
         MPI.COMM_WORLD.Abort(_ABORT_STATUS)
 
 

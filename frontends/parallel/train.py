@@ -503,6 +503,7 @@ def _abort(comm, message: str, code: int, everywhere: bool = False) -> None:
     where = "" if everywhere or comm.Get_size() == 1 else \
         f"rank {comm.Get_rank()} of {comm.Get_size()}: "
     print(f"hal train: {where}{message}", file=sys.stderr, flush=True)
+    time.sleep(1.0)  # let the process manager forward the message before the job is killed
     comm.Abort(code)
 
 
