@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+import hal
 from benchmarks import suites
 
 # Normwise relative error allowed per output dtype: max|out - ref| / max|ref|.
@@ -32,6 +33,12 @@ TOLERANCE = {
 
 class SuiteError(ValueError):
     """An unknown suite, or a suite module that does not follow the protocol."""
+
+
+class NotMeasuredHere(hal.UnsupportedOp):
+    """A workload a suite leaves out on a backend or machine, with the reason (one call
+    would take too long there, or the figure needs hardware this machine lacks); the
+    harness records it as skipped with this text."""
 
 
 @dataclass
@@ -56,7 +63,9 @@ class Workload:
     device; `reference(*arrays, **options)` computes the expected result with numpy in
     double precision. `peak` marks workloads whose best rate is the device's practical
     peak: "gflops" (per dtype) or "gbps". `quality(out, expected)` returns accuracy measures
-    beyond the normwise error, by name, recorded in the measurement's check.
+    beyond the normwise error, by name, recorded in the measurement's check. `footprint`
+    asks for the peak memory of a call, measured in a fresh process
+    (`benchmarks.footprint`) and recorded in the metrics.
     """
 
     name: str
@@ -69,6 +78,7 @@ class Workload:
     tolerance_scale: float = 1.0
     peak: str | None = None
     quality: Callable[[np.ndarray, np.ndarray], dict[str, float]] | None = None
+    footprint: bool = False
 
     def tolerance(self, dtype: str) -> float:
         """Allowed normwise relative error of the output for `dtype`."""

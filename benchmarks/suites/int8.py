@@ -35,7 +35,7 @@ import numpy as np
 
 import hal
 from benchmarks.suites import science
-from benchmarks.workload import Case, Workload
+from benchmarks.workload import Case, NotMeasuredHere, Workload
 from frontends import nn, quant
 from frontends.nn import finetune, reference
 
@@ -50,11 +50,6 @@ CLAIM = (f"BERT INT8 {CLAIM_SAMPLES_PER_S['fp32']:.0f} -> {CLAIM_SAMPLES_PER_S['
 # INT8 embeddings differ from FP32 by quantization: a cosine of 0.99 is a normwise
 # error of about 0.14; the check accepts up to 0.25 and the quality records the cosine.
 INT8_TOLERANCE_SCALE = 2500.0
-
-
-class NotMeasuredHere(hal.UnsupportedOp):
-    """A workload this suite leaves out on a backend because one call takes too long there
-    for the suite's time budget (the harness records it as skipped, with this reason)."""
 
 
 @functools.cache

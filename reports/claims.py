@@ -1,0 +1,211 @@
+"""The "Claims vs measured" tables: each published claim beside what the seed suite measured.
+
+A claim's row pairs the best measured candidate with its baseline (`benchmarks.claims`:
+the metric and the pairing), names both (a peer by its name and version, hal by its
+backend and device), gives both figures, the ratio beside the published one and the
+output checks. A side that could not be measured says why, in full. Nothing is
+estimated: a claim without measurements says so.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from benchmarks.claims import CLAIMS, Claim
+from benchmarks.schema import Measurement, Results
+
+LOWER_IS_BETTER = {"time", "time per item", "footprint"}
+
+
+def value(claim: Claim, m: Measurement) -> float | None:
+    """The figure a claim compares, of an `ok` measurement (None if it lacks it)."""
+    median = (m.stats or {}).get("median")
+    if claim.metric == "time":
+        return median
+    if claim.metric == "time per item":
+        return median / m.items if median and m.items else None
+    if claim.metric == "rate":
+        return m.metrics.get("items_per_s")
+    if claim.metric == "footprint":
+        return m.metrics.get("footprint_mib")
+    return None
+
+
+def _figure(claim: Claim, x: float) -> str:
+    """A figure with its unit."""
+    if claim.metric == "rate":
+        return f"{x:,.0f} {claim.unit or 'items/s'}" if x >= 100 else f"{x:.3g} {claim.unit}"
+    if claim.metric == "footprint":
+        return f"{x:,.3g} MiB"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x / 1e-9:.3g} ns"
+
+
+def label(m: Measurement) -> str:
+    """Who measured: a peer's name and version, else hal with its mode or layout and device."""
+    if "peer" in m.params:
+        return str(m.params["peer"])
+    what = m.params.get("layout") or m.params.get("mode") or m.params.get("precision")
+    return f"hal{f' {what}' if what else ''} on {m.device}"
+
+
+def _better(claim: Claim, ms: list[Measurement]) -> list[Measurement]:
+    """`ms` with a figure, best first."""
+    valued = [m for m in ms if value(claim, m) is not None]
+    return sorted(
+        valued, key=lambda m: value(claim, m), reverse=claim.metric not in LOWER_IS_BETTER
+    )
+
+
+def _ratio(claim: Claim, base: float, candidate: float) -> float:
+    """How many times better the candidate is than the baseline."""
+    return base / candidate if claim.metric in LOWER_IS_BETTER else candidate / base
+
+
+def _check(ms: list[Measurement]) -> str:
+    """The output checks of the compared measurements, in a few words."""
+    parts = []
+    for m in ms:
+        if m.check is None:
+            continue
+        q = m.check.quality
+        if "cosine_min" in q:
+            parts.append(
+                f"{label(m)}: cosine to FP32 >= {q['cosine_min']:.4f} (mean {q['cosine_mean']:.4f})"
+            )
+        elif m.check.max_error is not None:
+            parts.append(
+                f"{label(m)}: {'passed' if m.check.passed else 'FAILED'}, error "
+                f"{m.check.max_error:.2g} (limit {m.check.tolerance:.2g})"
+            )
+    return "; ".join(parts)
+
+
+def _pair(claim: Claim, ms: list[Measurement], roles: tuple[str, str]):
+    """(baseline, candidate) ok measurements of `roles`, by the claim's pairing; or None."""
+    ok = [m for m in ms if m.status == "ok"]
+    bases = _better(claim, [m for m in ok if m.params.get("role") == roles[0]])
+    candidates = _better(claim, [m for m in ok if m.params.get("role") == roles[1]])
+    for candidate in candidates:
+        if claim.pairing == "best" and bases:
+            return bases[0], candidate
+        same = [b for b in bases if (b.backend, b.device) == (candidate.backend, candidate.device)]
+        if same:
+            return same[0], candidate
+    return None
+
+
+def _notes(claim: Claim, ms: list[Measurement], pair: tuple | None) -> list[str]:
+    """The peer's own comparison, scaling efficiency, footprints, and every side not
+    measured with its whole reason."""
+    notes = []
+    peer = _pair(claim, ms, ("peer baseline", "peer candidate"))
+    if peer:
+        b, c = peer
+        notes.append(
+            f"peer {label(c)}: {_figure(claim, value(claim, b))} -> "
+            f"{_figure(claim, value(claim, c))} "
+            f"({_ratio(claim, value(claim, b), value(claim, c)):.2f}x)"
+        )
+    single = [m for m in ms if m.params.get("role") == "single" and m.status == "ok"]
+    if single and pair and claim.metric == "rate":
+        c = pair[1]
+        ranks = int(c.params.get("dp", 1)) * int(c.params.get("tp", 1))
+        eff = value(claim, c) / (ranks * value(claim, single[0]))
+        notes.append(
+            f"scaling efficiency of {label(c)}: {100 * eff:.0f}% of {ranks} x {label(single[0])}"
+        )
+    for m in ms:
+        if m.status == "ok" and claim.metric == "footprint":
+            notes.append(
+                f"{label(m)}: {_figure(claim, value(claim, m))}, steady call peak "
+                f"{m.metrics.get('call_peak_mib', float('nan')):.4g} MiB"
+            )
+        if m.status != "ok":
+            notes.append(f"{m.workload} on {m.device} {m.status}: {m.error}")
+    return notes
+
+
+def _lines_row(ms: list[Measurement]) -> dict[str, str]:
+    """The measured side of the code-size claim: the scripts' line counts."""
+    ok = [m for m in ms if m.status == "ok" and m.check and m.check.quality]
+    if not ok:
+        return {"measured": "not measured", "ratio": ""}
+    q = ok[0].check.quality
+    return {
+        "measured": f"single-device script {q['single_device_lines']:.0f} lines, "
+        f"parallel {q['parallel_lines']:.0f} ({q['lines_differing']:.0f} "
+        f"differ) + {q['model_annotation_lines']:.0f} annotation lines in "
+        f"the model",
+        "ratio": "not measurable here: no hand-written parallel version of the script "
+        "to count against (the published baseline)",
+    }
+
+
+def claim_row(claim: Claim, ms: list[Measurement]) -> dict[str, str]:
+    """One claim's row (see the module docstring)."""
+    row = {
+        "claim": claim.text,
+        "published": claim.published,
+        "published ratio": f"{claim.ratio:.2f}x" if claim.ratio else "",
+        "our workload": claim.workload,
+    }
+    if not ms:
+        return {**row, "measured": "not run: `hal bench --suite seed`"}
+    if claim.metric == "lines":
+        return {
+            **row,
+            **_lines_row(ms),
+            "check": _check(ms[:1]),
+            "notes": "; ".join(_notes(claim, ms, None)),
+        }
+    pair = _pair(claim, ms, ("baseline", "candidate"))
+    if pair is None:
+        reasons = sorted({m.error or m.status for m in ms})
+        return {**row, "measured": "not measurable here: " + "; ".join(reasons)}
+    base, candidate = pair
+    b, c = value(claim, base), value(claim, candidate)
+    return {
+        **row,
+        "baseline": label(base),
+        "candidate": label(candidate),
+        "measured": f"{_figure(claim, b)} -> {_figure(claim, c)}",
+        "ratio": f"{_ratio(claim, b, c):.2f}x",
+        "check": _check([base, candidate]),
+        "notes": "; ".join(_notes(claim, ms, pair)),
+    }
+
+
+COLUMNS = [
+    "claim",
+    "published",
+    "published ratio",
+    "our workload",
+    "baseline",
+    "candidate",
+    "measured",
+    "ratio",
+    "check",
+    "notes",
+]
+
+
+def claims_table(results: list[Results]) -> pd.DataFrame:
+    """One row per published claim and run (figures of different machines are not mixed);
+    empty when no result carries seed measurements."""
+    rows = []
+    for r in results:
+        seeds = [m for m in r.measurements if "claim" in m.params]
+        rows += [
+            {
+                "run": r.run.id,
+                **dict.fromkeys(COLUMNS, ""),
+                **claim_row(c, [m for m in seeds if m.params["claim"] == c.id]),
+            }
+            for c in CLAIMS
+            if seeds
+        ]
+    table = pd.DataFrame(rows, columns=["run", *COLUMNS])
+    return table.drop(columns="run") if table["run"].nunique() <= 1 else table
