@@ -107,6 +107,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="finish an interrupted run: its id or its .jsonl file",
     )
+    p.add_argument(
+        "--fallback",
+        choices=("error", "warn", "allow"),
+        default="error",
+        help="ops without a kernel on the device: error (default) skips the workload with "
+        "the reason; warn and allow run them on the CPU and count the fallback calls",
+    )
+    p.add_argument(
+        "--conformance",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="conformance results (`hal conformance --out FILE`) the report shows beside "
+        "this run (repeatable)",
+    )
     p.add_argument("--no-report", action="store_true", help="do not write the report")
     p.set_defaults(func=run)
 
@@ -117,6 +133,10 @@ def run(args: argparse.Namespace) -> int:
     from benchmarks.harness import run_bench
     from benchmarks.plan import BenchError, Config
 
+    missing = [str(p) for p in args.conformance if not p.is_file()]
+    if missing:
+        print(f"error: no conformance file {', '.join(missing)}", file=sys.stderr)
+        return 2
     out = args.out or hal.settings.cache_dir / "results"
     config = Config(
         suites=args.suite or Config().suites,
@@ -125,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         quick=args.quick,
         timeout=args.timeout,
         rounds=args.rounds,
+        fallback=args.fallback,
     )
     try:
         outcome = run_bench(config, out, resume=args.resume)
@@ -144,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
     )
     write_report = getattr(args, "write_report", None)  # set by the `hal` command
     if write_report is not None and not args.no_report:
-        code = write_report(outcome.path, outcome.path.with_name(f"{outcome.run_id}-report"))
+        out_dir = outcome.path.with_name(f"{outcome.run_id}-report")
+        code = write_report([outcome.path, *args.conformance], out_dir)
         if code:
             return code
     return 1 if outcome.failed else 0

@@ -5,12 +5,13 @@ Unknown suites, backends and dtypes are refused here with the valid names listed
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import hal
 from benchmarks.schema import MeasurementKey, measurement_key
 from benchmarks.timing import TimingOptions
 from benchmarks.workload import Workload, suite_names, suite_workloads
+from hal.settings import FALLBACK_POLICIES
 
 DEFAULT_SUITES = ("peak", "quick")
 
@@ -45,7 +46,11 @@ class Task:
 
 @dataclass
 class Config:
-    """What a run measures; stored in the run record so a resume follows the same plan."""
+    """What a run measures; stored in the run record so a resume follows the same plan.
+
+    `fallback` is the CPU-fallback policy of every measurement: `error` skips a workload
+    that needs the fallback; `warn` and `allow` measure it and count the fallback calls.
+    """
 
     suites: list[str] = field(default_factory=lambda: list(DEFAULT_SUITES))
     backends: list[str] = field(default_factory=list)
@@ -53,11 +58,12 @@ class Config:
     quick: bool = False
     timeout: float = 300.0
     rounds: int = 1
+    fallback: str = "error"
 
     def timing(self) -> TimingOptions:
-        """Timing options of one round of this run."""
+        """Timing options of one round of this run (with its CPU-fallback policy)."""
         options = TimingOptions.quick() if self.quick else TimingOptions()
-        return options.per_round(self.rounds)
+        return replace(options, fallback=self.fallback).per_round(self.rounds)
 
 
 def resolve_devices(backends: list[str]) -> list[str]:
@@ -97,6 +103,10 @@ def plan(config: Config, devices: list[str]) -> list[Task]:
         raise BenchError(
             f"rounds must be at least 1 and the timeout positive "
             f"(got rounds={config.rounds}, timeout={config.timeout:g})"
+        )
+    if config.fallback not in FALLBACK_POLICIES:
+        raise BenchError(
+            f"fallback policy {config.fallback!r} is not one of {', '.join(FALLBACK_POLICIES)}"
         )
     unknown = [s for s in config.suites if s not in suite_names()]
     if unknown:

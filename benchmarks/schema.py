@@ -36,7 +36,7 @@ from typing import Any, TextIO
 
 from benchmarks.stats import Summary, summarize
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 STATUSES = ("ok", "failed", "skipped", "timeout")
 # library -> the distributions that provide it (the first one installed is reported)
 LIBRARIES = {
@@ -190,6 +190,10 @@ class Measurement:
     `benchmarks.stats.Summary` as a dict; `metrics` holds derived rates (`gflops`, `gbps`,
     `items_per_s`, `pct_of_peak`); `flops`, `bytes` and `items` are the work of one call.
     `rounds` counts the interleaved rounds whose samples the record pools.
+    `fallback_policy` is the CPU-fallback policy it ran under: `error` (the default: a
+    workload that needs the fallback is skipped) or `warn`/`allow` (it runs, and the
+    placement counts the fallback calls). It is no part of the key, so the same workload
+    measured under two policies compares key by key.
     """
 
     suite: str
@@ -213,6 +217,7 @@ class Measurement:
     check: Check | None = None
     placement: Placement | None = None
     rounds: int = 1
+    fallback_policy: str = "error"
     time: str = field(default_factory=utc_now)
 
     def __post_init__(self) -> None:
@@ -308,10 +313,11 @@ class RunRecord:
         """sha256 of host, devices (capabilities, not measured peaks), libraries and env.
 
         Stable across runs on one machine with one software stack; independent of the
-        code's git commit, the times and the load, so two commits can be compared.
+        code's git commit, the times, the load and the host's name (machines of one kind,
+        or a container named anew each run, share a setup), so two commits can be compared.
         """
         part = {
-            "host": self.host,
+            "host": {k: v for k, v in self.host.items() if k != "hostname"},
             "devices": sorted(
                 (
                     {"name": d.name, "backend": d.backend, "capabilities": d.capabilities}
@@ -397,13 +403,14 @@ def _cpu_model() -> str:
 
 
 def host_info() -> dict[str, Any]:
-    """CPU model, logical cores (total and usable), memory bytes, OS and Python version."""
+    """Host name, CPU model, logical cores (total and usable), memory bytes, OS and Python."""
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
         memory = None
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {
+        "hostname": platform.node(),
         "cpu": _cpu_model(),
         "machine": platform.machine(),
         "cores": os.cpu_count(),
@@ -634,6 +641,7 @@ def _pytest_benchmark_host(machine: dict[str, Any]) -> dict[str, Any]:
     """Map pytest-benchmark's machine_info onto the host part of a run record."""
     cpu = _object(machine.get("cpu"))
     return {
+        "hostname": machine.get("node"),
         "cpu": str(cpu.get("brand_raw") or machine.get("processor") or ""),
         "machine": machine.get("machine"),
         "cores": cpu.get("count"),

@@ -1,10 +1,13 @@
 """Measure one workload on one device and dtype: check, warm up, calibrate, sample.
 
 The output is checked against the numpy reference before any time counts (a wrong
-answer is recorded as failed, not timed). Warm-up calls are discarded; the inner loop
-is calibrated so one sample lasts far longer than the timer's resolution; each sample
-is bracketed by device events (`Device.record_event`, which synchronises the device
-where it has no events of its own) and divided by the inner-loop count.
+answer is recorded as failed, not timed). Ops without a kernel on the device run under
+the options' CPU-fallback policy: `error` (the default) skips the workload, `warn` and
+`allow` measure it with the fallback calls counted in its placement. Warm-up calls are
+discarded; the inner loop is calibrated so one sample lasts far longer than the timer's
+resolution; each sample is bracketed by device events (`Device.record_event`, which
+synchronises the device where it has no events of its own) and divided by the inner-loop
+count.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 import numpy as np
 
 import hal
+from benchmarks.footprint import measure_footprint
 from benchmarks.schema import Check, Measurement, Placement
 from benchmarks.stats import summarize
 from benchmarks.workload import Workload
@@ -24,21 +28,22 @@ from benchmarks.workload import Workload
 
 @dataclass(frozen=True)
 class TimingOptions:
-    """How long to measure: samples wanted, time per sample, budget per measurement."""
+    """How to measure: samples wanted, time per sample, budget per measurement, and the
+    CPU-fallback policy (`error`, `warn` or `allow`) the workload runs under."""
 
     warmup: int = 2
     min_samples: int = 10
     max_samples: int = 30
     sample_time: float = 0.01
     budget: float = 2.0
+    fallback: str = "error"
 
     def per_round(self, rounds: int) -> TimingOptions:
         """The share of one round when a measurement is split into `rounds` rounds."""
-        return TimingOptions(
-            warmup=self.warmup,
+        return replace(
+            self,
             min_samples=math.ceil(self.min_samples / rounds),
             max_samples=math.ceil(self.max_samples / rounds),
-            sample_time=self.sample_time,
             budget=self.budget / rounds,
         )
 
@@ -92,8 +97,9 @@ def measure(
 ) -> Measurement:
     """Measure `workload` on `device` for `dtype`; errors become failed/skipped records.
 
-    What the device does not support (a dtype, an op, an op that would need the CPU
-    fallback, which benchmarks refuse) is `skipped`; any other error is `failed`.
+    What the device does not support (a dtype, an op, or an op that would need the CPU
+    fallback under the policy `error`) is `skipped`; any other error is `failed`. The
+    record keeps the policy and where each op ran, fallback calls counted.
     """
     record = Measurement(
         suite=suite,
@@ -105,11 +111,12 @@ def measure(
         timer=device.timer,
         sync=sync_method(device),
         warmup=timing.warmup,
+        fallback_policy=timing.fallback,
     )
     try:
         case = workload.build(np.dtype(hal.dtype(dtype)))
         tensors = [hal.asarray(a, device=device) for a in case.inputs]
-        with hal.fallback_policy("error"), hal.placement() as placed:
+        with hal.fallback_policy(timing.fallback), hal.placement() as placed:
             out = workload.run(*tensors, **workload.options)
             device.synchronize()
         record.placement = Placement(**placed.to_dict())
@@ -132,7 +139,7 @@ def measure(
         record.error = f"wrong answer: normwise error {error:.3g} > tolerance {tolerance:.3g}"
         return record
     try:
-        with hal.fallback_policy("error"):
+        with hal.fallback_policy(timing.fallback):
             record.samples, record.inner_loops = _sample(workload, device, tensors, timing)
     except Exception as exc:  # e.g. out of memory only once calls pile up
         record.status, record.error = "failed", f"while timing: {type(exc).__name__}: {exc}"
@@ -140,6 +147,11 @@ def measure(
     summary = summarize(record.samples)
     record.stats = summary.to_dict()
     record.metrics = derived_metrics(record, summary.median, peaks or {})
+    if workload.footprint:
+        try:
+            record.metrics.update(measure_footprint(suite, workload, dtype, device.name))
+        except Exception as exc:  # the timing stands; the note says why the memory is missing
+            record.error = f"footprint not measured: {type(exc).__name__}: {exc}"
     return record
 
 
@@ -223,5 +235,5 @@ def merge_rounds(earlier: Measurement, later: Measurement, peaks: dict[str, Any]
     )
     summary = summarize(merged.samples)
     merged.stats = summary.to_dict()
-    merged.metrics = derived_metrics(merged, summary.median, peaks)
+    merged.metrics = {**later.metrics, **derived_metrics(merged, summary.median, peaks)}
     return merged

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--examples", type=positive_int, default=20,
                    help="hypothesis examples per cell (at least 1)")
     c.add_argument("--json", action="store_true", help="print the reports as JSON")
+    c.add_argument("--out", type=Path, metavar="FILE",
+                   help="also write the JSON to FILE (`hal report` reads it), still printing "
+                        "the matrix")
     c.set_defaults(func=conformance)
     for module in ("benchmarks.cli", "reports.cli"):
         try:
@@ -78,13 +83,14 @@ def _plugin_commands(sub) -> None:
                   f"{type(e).__name__}: {e}", file=sys.stderr)
 
 
-def write_report(results, out_dir) -> int:
-    """Build the report of a finished `hal bench` run; 2 if it cannot be written."""
+def write_report(files, out_dir) -> int:
+    """Build the report of a finished `hal bench` run (its results file and any conformance
+    files given with it); 2 if it cannot be written."""
     from benchmarks.schema import ResultsError
     from reports.report import ReportError, build_report
 
     try:
-        written = build_report([results], out_dir)
+        written = build_report(list(files), out_dir)
     except (ResultsError, ReportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -178,8 +184,16 @@ def conformance(args) -> int:
 
             reports.append(kit.run(name, ops_=args.ops, dtypes=args.dtypes, index=index,
                                    examples=args.examples, progress=progress))
+    results = json.dumps([{**r.to_dict(), "host": platform.node()} for r in reports], indent=2)
+    if args.out is not None:
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(results + "\n", encoding="utf-8")
+        except OSError as e:
+            raise HalError(f"conformance: cannot write --out {args.out}: {e.strerror or e}; "
+                           "give a path in a writable directory") from e
     if args.json:
-        print(json.dumps([r.to_dict() for r in reports], indent=2))
+        print(results)
     else:
         for r in reports:
             console.print(kit.layers(r))
@@ -191,6 +205,8 @@ def conformance(args) -> int:
                                   f"{escape(cell.error)}")
                     if cell.repro:
                         console.print(cell.repro, markup=False, highlight=False)
+    if args.out is not None:
+        console.print(f"conformance results in {escape(str(args.out))}")
     return 0 if all(r.ok for r in reports) else 1
 
 

@@ -1,4 +1,5 @@
-"""`hal report` and `hal compare`: argparse subcommands; heavy imports happen only when run."""
+"""`hal report`, `hal compare` and `hal publish`: argparse subcommands; heavy imports happen
+only when run."""
 
 from __future__ import annotations
 
@@ -10,14 +11,18 @@ from benchmarks.cli import non_negative_float, probability
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the `report` and `compare` subcommands; each sets `func(args) -> exit code`."""
+    """Add the `report`, `compare` and `publish` subcommands; each sets
+    `func(args) -> exit code`."""
     p = subparsers.add_parser(
         "report",
         help="build report.md, report.html and results.csv from result files",
         description="Build report.md, a self-contained report.html, results.csv and PNG plots "
-        "from hal results (.jsonl) and pytest-benchmark (.json) files.",
+        "from hal results (.jsonl), pytest-benchmark (.json) and conformance (.json, from "
+        "`hal conformance --out`) files, of one run or of many machines, devices and runs.",
     )
-    p.add_argument("results", nargs="+", type=Path, help="result files or directories of them")
+    p.add_argument(
+        "results", nargs="+", type=Path, help="result and conformance files or directories of them"
+    )
     p.add_argument(
         "-o",
         "--out",
@@ -67,6 +72,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     c.set_defaults(func=run_compare)
 
+    u = subparsers.add_parser(
+        "publish",
+        help="keep a run, its conformance results and its report as its device's reference",
+        description="Copy a run's results file, its conformance results and the report built "
+        "over them into reports/reference/<device-name>/ (the run's non-cpu device, or its "
+        "only one). A run that did not complete or has failed measurements is refused: a "
+        "reference gives later runs no verdict on a workload it lacks.",
+    )
+    u.add_argument("results", nargs="+", type=Path, help="the run's results file(s) (.jsonl)")
+    u.add_argument(
+        "--conformance",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="conformance results to keep with it (`hal conformance --out FILE`; repeatable)",
+    )
+    u.add_argument("--to", type=Path, default=None, metavar="DIR", help="publish here instead")
+    u.add_argument(
+        "--force",
+        action="store_true",
+        help="publish a run that did not complete or has failed measurements",
+    )
+    u.set_defaults(func=run_publish)
+
 
 def _error(message: str) -> int:
     """Print an error for the user and return the 'not comparable / cannot run' code."""
@@ -89,6 +119,21 @@ def run_report(args: argparse.Namespace) -> int:
         f"wrote {written[0]}, {written[1].name}, {written[2].name} "
         f"and {len(written) - 3} plot(s) in {out}"
     )
+    return 0
+
+
+def run_publish(args: argparse.Namespace) -> int:
+    """Handler of `hal publish`."""
+    from benchmarks.schema import ResultsError
+    from reports.publish import publish
+    from reports.report import ReportError
+
+    try:
+        done = publish(args.results, args.conformance, to=args.to, force=args.force)
+    except (ResultsError, ReportError) as exc:
+        return _error(str(exc))
+    names = ", ".join(p.name for p in done.copied)
+    print(f"published {names} and {done.report[1].relative_to(done.directory)} to {done.directory}")
     return 0
 
 

@@ -1,14 +1,17 @@
-"""Result files as one pandas table: a row per measurement, a `series` per backend/device/run."""
+"""Result files as one pandas table: a row per measurement, a `series` per backend, device,
+host and run; conformance files beside them."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from benchmarks.schema import Measurement, Results, RunRecord, load_results
+from reports.conformance import ConformanceRun, is_conformance, read_conformance
 
 KEY_COLUMNS = ["suite", "workload", "params", "dtype"]
 
@@ -52,6 +55,7 @@ def _row(m: Measurement, results: Results) -> dict[str, Any]:
     return {
         "run": results.run.id,
         "file": str(results.path),
+        "host": short_hostname(results.run),
         "fingerprint": results.run.fingerprint,
         "suite": m.suite,
         "workload": m.workload,
@@ -62,6 +66,7 @@ def _row(m: Measurement, results: Results) -> dict[str, Any]:
         "device": m.device,
         "status": m.status,
         "error": m.error or "",
+        "fallback_policy": m.fallback_policy,
         "timer": m.timer,
         "sync": m.sync,
         "inner_loops": m.inner_loops,
@@ -89,12 +94,21 @@ def _row(m: Measurement, results: Results) -> dict[str, Any]:
     }
 
 
+def short_hostname(run: RunRecord) -> str:
+    """The run's host name up to its first dot, or `unknown` (files from before it was kept)."""
+    return str(run.host.get("hostname") or "unknown").split(".")[0]
+
+
 def _series(frame: pd.DataFrame) -> pd.Series:
-    """Column labels: backend, plus `:device` when a backend has several, `@run` when several."""
+    """Column labels that name what differs: the backend, or its device (`cuda:1`) when it
+    has several, plus `@host` when the files come from several hosts, and the run id
+    (`@run`, or `@host/run`) when one host has several runs."""
     many_devices = frame.groupby("backend")["device"].transform("nunique") > 1
-    many_runs = frame["run"].nunique() > 1
-    label = frame["backend"].where(~many_devices, frame["backend"] + ":" + frame["device"])
-    return label + "@" + frame["run"] if many_runs else label
+    label = frame["backend"].where(~many_devices, frame["device"])
+    host = frame["host"] if frame["host"].nunique() > 1 else pd.Series("", index=frame.index)
+    run = frame["run"].where(frame.groupby("host")["run"].transform("nunique") > 1, "")
+    where = (host + "/" + run).str.strip("/")
+    return label.where(where == "", label + "@" + where)
 
 
 def measurements_frame(results: list[Results]) -> pd.DataFrame:
@@ -112,7 +126,23 @@ def expand(paths: list[Path]) -> list[Path]:
     return files
 
 
-def load_frame(paths: list[Path]) -> tuple[pd.DataFrame, list[Results]]:
-    """Read result files (hal JSON lines or pytest-benchmark JSON; directories of them)."""
-    results = [load_results(p) for p in expand(paths)]
-    return measurements_frame(results), results
+@dataclass
+class Inputs:
+    """What a report reads: the measurements as a frame, the runs, and conformance results."""
+
+    frame: pd.DataFrame
+    results: list[Results]
+    conformance: list[ConformanceRun]
+
+
+def load_inputs(paths: list[Path]) -> Inputs:
+    """Read result files (hal JSON lines, pytest-benchmark JSON, conformance JSON; directories
+    of them), each told apart by its content."""
+    results: list[Results] = []
+    conformance: list[ConformanceRun] = []
+    for path in expand(paths):
+        if is_conformance(path):
+            conformance += read_conformance(path)
+        else:
+            results.append(load_results(path))
+    return Inputs(measurements_frame(results), results, conformance)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.schema import Results
-from reports import plots, tables
-from reports.frame import load_frame
+from benchmarks.schema import Results, RunRecord
+from reports import claims, plots, tables
+from reports.frame import Inputs, load_inputs
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 78em; color: #222; }
@@ -35,15 +36,26 @@ class Section:
     blocks: list[str | pd.DataFrame | tuple[str, bytes]] = field(default_factory=list)
 
 
+def _devices_text(run: RunRecord) -> str:
+    """A run's devices with their names, e.g. `cpu:0 (AMD EPYC); null:0 (null device)`."""
+    return "; ".join(
+        f"{d.name} ({d.capabilities['name']})" if d.capabilities.get("name") else d.name
+        for d in run.devices
+    )
+
+
 def _runs_table(results: list[Results]) -> pd.DataFrame:
-    """One row per run: times, host, git state and fingerprint."""
+    """One row per results file: its run, host, devices, times, git state and fingerprint."""
     rows = []
     for r in results:
         run, host, git = r.run, r.run.host, r.run.git or {}
         memory = host.get("memory_bytes")
         rows.append(
             {
+                "file": r.path.name,
                 "run": run.id,
+                "host": host.get("hostname") or "",
+                "devices": _devices_text(run),
                 "start (UTC)": run.start,
                 "end (UTC)": run.end or "",
                 "completed": r.completed,
@@ -80,13 +92,21 @@ def _devices_table(results: list[Results]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def build_sections(
-    frame: pd.DataFrame, results: list[Results], baseline: str | None
-) -> list[Section]:
-    """The report's content, independent of the output format."""
-    sections = [Section("Runs", [_runs_table(results)])]
-    devices = _devices_table(results)
-    sections.append(
+# Each part of the report: (inputs, baseline series or None) -> its sections, maybe none.
+Part = Callable[[Inputs, str | None], list[Section]]
+
+
+def runs_part(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """The results files: run, host, devices, software and load."""
+    if not inputs.results:
+        return [Section("Runs", ["No benchmark runs in these files."])]
+    return [Section("Runs", [_runs_table(inputs.results)])]
+
+
+def devices_part(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """The devices of each run with their measured peaks."""
+    devices = _devices_table(inputs.results)
+    return [
         Section(
             "Devices and measured peaks",
             [
@@ -95,32 +115,149 @@ def build_sections(
                 "add and triad).",
             ],
         )
+    ]
+
+
+def claims_part(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """Each published claim beside what the seed suite measured (none without seed results)."""
+    table = claims.claims_table(inputs.results)
+    if table.empty:
+        return []
+    return [Section("Claims vs measured", [
+        "The published claims (`benchmarks/claims.py`) beside this run's `seed` suite: the "
+        "best measured candidate against its baseline (a peer named with its version, or hal "
+        "on the same backend), both figures, our ratio beside the published one (>1: the "
+        "candidate is better), the output checks, and the whole reason wherever a side could "
+        "not be measured here. Published figures come from other hardware: compare ratios, "
+        "not absolute figures.", table])]
+
+
+def conformance_part(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """Each conformance run's cells by outcome, the ops that fall back, the failures."""
+    runs = inputs.conformance
+    if not runs:
+        return []
+    section = Section(
+        "Conformance",
+        [
+            "`hal conformance` cells (op x dtype against the numpy reference): passed by "
+            "the device's kernel or by the op's decomposition, correct but with ops on the "
+            "CPU fallback, unsupported (declared by the device), failed.",
+            tables.conformance_summary(runs),
+        ],
     )
-    if frame.empty:
-        sections.append(Section("Measurements", ["No measurements in these files."]))
-        return sections
-    for suite, group in frame.groupby("suite", sort=True):
-        sections.append(Section(f"Suite `{suite}`", [tables.suite_table(group)]))
-    base = baseline or tables.default_baseline(frame)
-    long = tables.speedups(frame, base)
+    fallback = tables.conformance_fallback_ops(runs)
+    if not fallback.empty:
+        section.blocks += ["Ops with a cell that ran on the CPU fallback:", fallback]
+    failures = tables.conformance_failures(runs)
+    section.blocks.append(failures if not failures.empty else "No cell failed.")
+    return [section]
+
+
+def suites_part(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """One table per suite: every measurement with its figures and status."""
+    if inputs.frame.empty:
+        return [Section("Measurements", ["No measurements in these files."])]
+    return [
+        Section(f"Suite `{suite}`", [tables.suite_table(group)])
+        for suite, group in inputs.frame.groupby("suite", sort=True)
+    ]
+
+
+def skipped_part(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """Measurements skipped, failed or timed out, grouped by their whole reason."""
+    table = tables.skipped_table(inputs.frame) if not inputs.frame.empty else pd.DataFrame()
+    if table.empty:
+        return []
+    return [
+        Section(
+            "Skipped and failed",
+            [
+                "Every measurement not `ok`, with its whole reason; workloads sharing a backend, "
+                "status and reason are listed together.",
+                table,
+            ],
+        )
+    ]
+
+
+FALLBACK_NOTE = (
+    f"{tables.FALLBACK_MARK} ran ops on the CPU fallback (`hal bench --fallback warn` or "
+    "`allow`): the time includes CPU work and copies; the geometric mean without "
+    f"{tables.FALLBACK_MARK} leaves these out."
+)
+
+
+def speedup_part(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """Speedups of every series against the baseline series, with CIs and geometric means."""
+    if inputs.frame.empty:
+        return []
+    long = tables.speedups(inputs.frame, baseline)
     speed = Section(
-        f"Speedup vs `{base}`",
+        f"Speedup vs `{baseline}`",
         [
             "Ratio of medians (baseline time / backend time; >1 is faster than the baseline) "
-            "with a 99% bootstrap CI; the last row is the geometric mean over workloads."
+            "with a 99% bootstrap CI, and the geometric mean over workloads."
         ],
     )
     if long.empty:
-        speed.blocks.append(f"No workload measured `ok` on both `{base}` and another backend.")
-    else:
-        speed.blocks += [
-            tables.speedup_matrix(long).reset_index(names="workload"),
-            ("speedup.png", plots.speedup_bars(long, base)),
-        ]
-    sections.append(speed)
-    sections.append(Section("Op coverage and fallbacks", [tables.coverage_table(frame)]))
+        speed.blocks.append(f"No workload measured `ok` on both `{baseline}` and another backend.")
+        return [speed]
+    speed.blocks += [
+        tables.speedup_matrix(long).reset_index(names="workload"),
+        ("speedup.png", plots.speedup_bars(long, baseline)),
+    ]
+    if long["fallback"].any():
+        speed.blocks.append(FALLBACK_NOTE)
+    return [speed]
+
+
+def across_part(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """Median times of each workload across series (devices, hosts, runs) side by side."""
+    table = tables.across_table(inputs.frame, baseline) if not inputs.frame.empty else None
+    if table is None or table.empty:
+        return []
+    blocks: list = [
+        f"Median time per call of every workload measured `ok` by two or more series, with "
+        f"its ratio to `{baseline}` (baseline time / series time; >1 is faster); the last "
+        "row is the geometric mean of each series' ratios.",
+        table,
+    ]
+    if table.map(lambda v: isinstance(v, str) and v.endswith(tables.FALLBACK_MARK)).any(axis=None):
+        blocks.append(FALLBACK_NOTE)
+    return [Section("Across devices and runs", blocks)]
+
+
+def coverage_part(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """Ops by kernel, decomposed and on the CPU fallback per series; fallback calls."""
+    frame = inputs.frame
+    if frame.empty and not inputs.conformance:
+        return []
+    text = [
+        "Ops by kernel, decomposed and on the CPU fallback are counted from the device's "
+        "conformance results where given (every op x dtype), else from the ops its "
+        "workloads ran. Fallback calls and bytes moved are those of one call of each "
+        "workload."
+    ]
+    if not frame.empty and frame["fallbacks"].sum() == 0:
+        if (frame["fallback_policy"] == "error").all():
+            text.append(
+                "No fallback calls: `hal bench` refused the CPU fallback in these runs (the "
+                "default `--fallback error` skips a workload that needs it, with the reason); "
+                "`hal bench --fallback allow` (or `warn`) measures such workloads and counts "
+                "their fallback calls."
+            )
+    table = tables.coverage_table(frame, inputs.conformance)
+    return [Section("Op coverage and fallbacks", [*text, table])]
+
+
+def rooflines_part(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """A roofline per device with measured peaks, the run's measurements on it."""
+    frame = inputs.frame
+    if frame.empty:
+        return []
     roof = Section("Rooflines")
-    for r in results:
+    for r in inputs.results:
         for d in r.run.devices:
             pts = frame[
                 (frame["run"] == r.run.id)
@@ -136,33 +273,69 @@ def build_sections(
                 roof.blocks.append((name, plots.roofline(d, pts)))
     if not roof.blocks:
         roof.blocks.append("No measured peaks in these runs: run `hal bench --suite peak`.")
-    sections.append(roof)
-    if frame["samples"].map(len).gt(0).any():
-        sections.append(
-            Section(
-                "Sample distributions",
-                [
-                    "Each measurement's samples divided by its median (at most 40 shown).",
-                    ("distributions.png", plots.distributions(frame)),
-                ],
-            )
+    return [roof]
+
+
+def distributions_part(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """Each measurement's samples relative to its median."""
+    frame = inputs.frame
+    if frame.empty or not frame["samples"].map(len).gt(0).any():
+        return []
+    return [
+        Section(
+            "Sample distributions",
+            [
+                "Each measurement's samples divided by its median (at most 40 shown).",
+                ("distributions.png", plots.distributions(frame)),
+            ],
         )
-    return sections
+    ]
+
+
+PARTS: list[Part] = [
+    runs_part,
+    devices_part,
+    claims_part,
+    conformance_part,
+    suites_part,
+    skipped_part,
+    speedup_part,
+    across_part,
+    coverage_part,
+    rooflines_part,
+    distributions_part,
+]
+
+
+def build_sections(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """The report's content, independent of the output format: the sections of each part
+    in `PARTS`, in order. `baseline` is the series speedups compare against (default: cpu
+    when present, else the first series)."""
+    frame = inputs.frame
+    base = baseline or (tables.default_baseline(frame) if not frame.empty else None)
+    return [section for part in PARTS for section in part(inputs, base)]
 
 
 def render_markdown(sections: list[Section]) -> str:
-    """Markdown with pipe tables; images are referenced as files beside report.md."""
+    """Markdown with pipe tables (a `|` or line break in a cell escaped); images are
+    referenced as files beside report.md."""
     out = ["# hal benchmark report", ""]
     for s in sections:
         out += [f"## {s.title}", ""]
         for b in s.blocks:
             if isinstance(b, pd.DataFrame):
-                out += [b.to_markdown(index=False), ""]
+                cells = b.map(lambda v: _markdown_cell(v) if isinstance(v, str) else v)
+                out += [cells.to_markdown(index=False), ""]
             elif isinstance(b, tuple):
                 out += [f"![{b[0]}]({b[0]})", ""]
             else:
                 out += [b, ""]
     return "\n".join(out)
+
+
+def _markdown_cell(text: str) -> str:
+    """Text that stays inside one pipe-table cell."""
+    return text.replace("|", "\\|").replace("\n", "<br>")
 
 
 def _inline_code(text: str) -> str:
@@ -199,16 +372,18 @@ def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def build_report(paths: list[Path], out_dir: Path, baseline: str | None = None) -> list[Path]:
-    """Read result files and write report.md, report.html, results.csv and PNG plots.
+    """Read result and conformance files and write report.md, report.html, results.csv and
+    PNG plots.
 
-    Raises `benchmarks.schema.ResultsError` for an unreadable results file and
-    `ReportError` when `out_dir` cannot be written. Returns the files written.
+    Raises `benchmarks.schema.ResultsError` for an unreadable results or conformance file
+    and `ReportError` when `out_dir` cannot be written. Returns the files written.
     """
-    frame, results = load_frame(paths)
+    inputs = load_inputs(paths)
+    frame = inputs.frame
     if baseline is not None and not frame.empty and baseline not in set(frame["series"]):
         valid = ", ".join(sorted(frame["series"].unique()))
         raise ReportError(f"baseline {baseline!r} is not in these results; choose one of {valid}")
-    sections = build_sections(frame, results, baseline)
+    sections = build_sections(inputs, baseline)
     out_dir = Path(out_dir)
     written = [out_dir / "report.md", out_dir / "report.html", out_dir / "results.csv"]
     try:

@@ -113,7 +113,7 @@ def test_corrupt_and_truncated_lines_are_skipped_with_file_and_line(tmp_path):
 def test_unknown_major_version_is_rejected_naming_file_and_versions(tmp_path):
     path = tmp_path / "future.jsonl"
     _write_run(path, [_measurement()])
-    text = path.read_text().replace('"schema": "1.1"', '"schema": "2.3"', 1)
+    text = path.read_text().replace(f'"schema": "{SCHEMA_VERSION}"', '"schema": "2.3"', 1)
     path.write_text(text)
     with pytest.raises(SchemaVersionError, match=r"future\.jsonl:1.*2\.3.*1\.x") as exc:
         read_results(path)

@@ -61,19 +61,29 @@ def synthetic_measurement(
     )
 
 
-def write_results(path: Path, measurements: list[Measurement], run_id: str = "run") -> Path:
-    """A results file with a run record (peaks for every backend), measurements and an end."""
+def write_results(
+    path: Path,
+    measurements: list[Measurement],
+    run_id: str = "run",
+    hostname: str | None = None,
+    completed: bool = True,
+) -> Path:
+    """A results file with a run record (peaks and a name for every backend's device, the
+    host named `hostname` if given), measurements and an end."""
     backends = sorted({m.backend for m in measurements})
     run = RunRecord.new(
-        run_id, devices=[DeviceRecord(f"{b}:0", b, {"vendor": b}) for b in backends]
+        run_id,
+        devices=[DeviceRecord(f"{b}:0", b, {"vendor": b, "name": f"{b} chip"}) for b in backends],
     )
+    if hostname is not None:
+        run.host["hostname"] = hostname
     for d in run.devices:
         d.peaks = PEAKS
     with ResultWriter(path) as w:
         w.write_run(run)
         for m in measurements:
             w.write(m)
-        w.write_end(run.id, True)
+        w.write_end(run.id, completed)
     return path
 
 
@@ -99,5 +109,6 @@ def measurement():
 
 @pytest.fixture
 def results_file(tmp_path: Path):
-    """Factory: `results_file(name, measurements, run_id)` writes a results file in tmp_path."""
-    return lambda name, ms, run_id="run": write_results(tmp_path / name, ms, run_id)
+    """Factory: `results_file(name, measurements, run_id, hostname=None, completed=True)`
+    writes a results file in tmp_path."""
+    return lambda name, ms, run_id="run", **kw: write_results(tmp_path / name, ms, run_id, **kw)

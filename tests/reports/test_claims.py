@@ -10,6 +10,7 @@ import pytest
 from benchmarks.claims import CLAIMS, claim
 from benchmarks.schema import Check, load_results
 from reports.claims import claims_table
+from reports.report import build_report
 
 
 @pytest.fixture
@@ -123,3 +124,13 @@ def test_runs_are_not_mixed(seed_measurement, results_file):
     table = claims_table([load_results(a), load_results(b)])
     assert sorted(set(table["run"])) == ["a", "b"] and len(table) == 2 * len(CLAIMS)
     assert claims_table([]).empty
+
+
+def test_the_report_has_the_section_only_with_seed_results(seed_measurement, results_file,
+                                                          two_backend_run, tmp_path):
+    seeded = results_file("seed.jsonl", [seed_measurement("fft", "cpu", 0.01, "parallel_fft",
+                                                          "candidate", items=1024)])
+    md = build_report([seeded], tmp_path / "a")[0].read_text()
+    assert "## Claims vs measured" in md and "1024-point parallel FFT" in md
+    plain = build_report([two_backend_run], tmp_path / "b")[0].read_text()
+    assert "Claims vs measured" not in plain

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from benchmarks.schema import load_results
+from benchmarks.schema import SCHEMA_VERSION, load_results
 from reports.cli import main
 from reports.compare import compare_backends, compare_runs, exit_code
 
@@ -119,7 +119,7 @@ def test_across_backends(two_backend_run, capsys):
 def test_a_run_of_another_major_schema_version_is_not_comparable(base_and_new, tmp_path, capsys):
     base, new = base_and_new
     future = tmp_path / "future.jsonl"
-    future.write_text(new.read_text().replace('"schema": "1.1"', '"schema": "2.0"'))
+    future.write_text(new.read_text().replace(f'"schema": "{SCHEMA_VERSION}"', '"schema": "2.0"'))
     assert main(["compare", str(base), str(future)]) == 2
     err = capsys.readouterr().err
     assert "future.jsonl:1" in err and "schema version 2.0" in err

@@ -82,13 +82,18 @@ def test_cli_default_output_dir(two_backend_run, capsys):
 
 
 def test_reports_never_import_hal_and_register_is_light(two_backend_run, tmp_path):
+    conformance = tmp_path / "conformance.json"
+    conformance.write_text(
+        '[{"backend": "opencl", "device": "opencl:0", "ok": true, "cells": '
+        '[{"op": "add", "dtype": "float32", "status": "pass", "ran": "kernel"}]}]'
+    )
     code = textwrap.dedent(f"""
         import sys
         import reports.cli
         light = [m for m in ("pandas", "matplotlib", "numpy", "hal") if m in sys.modules]
         assert not light, light
         from reports.report import build_report
-        build_report([{str(two_backend_run)!r}], {str(tmp_path / "o")!r})
+        build_report([{str(two_backend_run)!r}, {str(conformance)!r}], {str(tmp_path / "o")!r})
         assert "hal" not in sys.modules
     """)
     subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE_ROOT, timeout=120)
@@ -130,3 +135,21 @@ def test_a_run_where_everything_failed_still_reports(measurement, results_file, 
 def test_a_run_without_measurements_says_so(results_file, tmp_path):
     md = build_report([results_file("empty.jsonl", [])], tmp_path / "o")[0].read_text()
     assert "No measurements in these files." in md
+
+
+def test_a_long_skip_reason_appears_whole(measurement, results_file, tmp_path):
+    reason = "FallbackRefused: matmul on tpu:0 for float32: " + "the backend has no kernel " * 11
+    assert len(reason) > 300
+    skipped = [measurement(w, "tpu", 0.01, i, status="skipped") for i, w in enumerate("abc")]
+    for m in skipped:
+        m.error = reason
+    path = results_file("skip.jsonl", [measurement("a", "cpu", 0.01, 9), *skipped])
+    out = tmp_path / "o"
+    md = build_report([path], out)[0].read_text()
+    suite = md[md.index("## Suite") : md.index("## Skipped and failed")]
+    assert suite.count(f"skipped: {reason}") == 3
+    grouped = md[md.index("## Skipped and failed") :].split("\n## ")[0]
+    row = next(line for line in grouped.splitlines() if line.startswith("| tpu"))
+    assert "ops/a n=1024 float32; ops/b n=1024 float32; ops/c n=1024 float32" in row
+    assert reason.strip() in row
+    assert (out / "report.html").read_text().count(reason.strip()) == 4
