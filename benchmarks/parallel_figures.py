@@ -241,7 +241,8 @@ def _projection_text(f: dict) -> list[str]:
     n = f["lines"]
     lines += ["", f"  training scripts: {n['single_device_lines']} lines on one device, "
               f"{n['parallel_lines']} in parallel, {n['lines_differing']} of them added or "
-              f"changed; {n['model_annotation_lines']} annotation lines in the model; claim "
+              f"changed; {n['model_annotation_lines']} annotation lines in the model; written "
+              f"by hand (Megatron's split) {n['manual_lines_differing']} lines differ; claim "
               f"{f['lines_claim']}"]
     return lines
 

@@ -14,8 +14,8 @@ measured" section pairs them); most are the other suites' workloads at the claim
 - `complex_fft`: a 1024 x 1024 complex64 fft2; `parallel_fft`: 1024 batched 1024-point
   complex64 ffts (per transform), against numpy, scipy.fft, pyfftw, torch and jax.
 - `parallel_code` and `utilisation`: the parallel suite's LM steps on 2 MPI ranks; the
-  tensor-parallel step records the lines of the single-device and parallel training
-  scripts; naive data parallel (one all_reduce per gradient) is the baseline of the
+  tensor-parallel step records the code lines that differ from the single-device training
+  script with annotations and with Megatron's split written by hand; naive data parallel (one all_reduce per gradient) is the baseline of the
   better layouts.
 - `days_175b`: not measurable on one machine; skipped with the planner's projection.
 - `pde_memory`: 5 IF-RK4 steps of 2-D Navier-Stokes 1024^2 in hal (eager and hal.jit) and

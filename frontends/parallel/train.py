@@ -20,8 +20,10 @@ and steps AdamW (or SGD) with a linear warmup and decay. Rank 0 prints a line ev
 (over the steps after the first, which traces the graph), the share of those steps' time
 spent inside collectives, and a greedy sample of the trained model (`generate`).
 
-`SINGLE_DEVICE` and `PARALLEL` are the same training as two scripts; `annotation_lines()`
-counts the lines in which they (and the model's source) differ.
+`SINGLE_DEVICE` and `PARALLEL` are the same training as two scripts, and `MANUAL` the
+parallel one with Megatron's tensor parallelism written by hand (process groups, weight
+shards, a forward with the collectives, the gradient mean); `annotation_lines()` counts the
+lines in which they (and the model's source) differ.
 """
 
 from __future__ import annotations
@@ -422,19 +424,102 @@ for ids, targets in batches(steps=20, batch=8, seq=32, part=mesh.coords["dp"], p
 """The same training over a (dp, tp) = (1, 2) mesh (mpiexec -n 2; Mesh((d, t)) and
 parts=d for other layouts): each rank prints its part's loss."""
 
+MANUAL = '''\
+import numpy as np
+from mpi4py import MPI
+
+import hal
+from frontends import autograd as ag
+from frontends import optim
+from frontends.parallel.mesh import MPIGroup
+from frontends.parallel.train import LanguageModel, batches, cross_entropy
+from hal import collectives
+
+dp, tp, heads, layers = 1, 2, 4, 2
+world = MPI.COMM_WORLD
+dp_rank, tp_rank = divmod(world.rank, tp)
+collectives.register_group("tp", MPIGroup(world.Split(dp_rank, tp_rank), "tp"))
+collectives.register_group("dp", MPIGroup(world.Split(tp_rank, dp_rank), "dp"))
+model = LanguageModel(256, dim=64, heads=heads, layers=layers, seq=32, seed=0)
+COLUMNS = ("query.weight", "key.weight", "value.weight", "fc1.weight")
+ROWS = ("query.bias", "key.bias", "value.bias", "fc1.bias", "out.weight", "fc2.weight")
+
+
+def shard(name, w):
+    axis = 1 if name.endswith(COLUMNS) else 0 if name.endswith(ROWS) else None
+    if axis is None:
+        return w
+    return hal.asarray(np.split(w.numpy(), tp, axis=axis)[tp_rank])
+
+
+def attention(p, name, x):
+    x = collectives.copy_to_group(x, group="tp")
+    batch, t, _ = x.shape
+    q, k, v = (hal.permute_dims(hal.reshape(hal.nn.linear(
+        x, p[f"{name}.{n}.weight"], p[f"{name}.{n}.bias"]), (batch, t, heads // tp, -1)),
+        (0, 2, 1, 3)) for n in ("query", "key", "value"))
+    context = hal.nn.scaled_dot_product_attention(q, k, v, causal=True)
+    context = hal.reshape(hal.permute_dims(context, (0, 2, 1, 3)), (batch, t, -1))
+    out = collectives.all_reduce(context @ p[f"{name}.out.weight"], group="tp")
+    return out + p[f"{name}.out.bias"]
+
+
+def mlp(p, name, x):
+    x = collectives.copy_to_group(x, group="tp")
+    h = hal.nn.linear(x, p[f"{name}.fc1.weight"], p[f"{name}.fc1.bias"], activation="gelu")
+    return collectives.all_reduce(h @ p[f"{name}.fc2.weight"], group="tp") + p[f"{name}.fc2.bias"]
+
+
+def norm(p, name, x):
+    return hal.nn.layer_norm(x, p[f"{name}.weight"], p[f"{name}.bias"])
+
+
+def forward(p, ids):
+    t = ids.shape[-1]
+    x = hal.take(p["tokens.weight"], ids, axis=0) + p["positions.weight"][:t]
+    for i in range(layers):
+        b = f"blocks.{i}"
+        x = x + attention(p, f"{b}.attention", norm(p, f"{b}.attention_norm", x))
+        x = x + mlp(p, f"{b}.mlp", norm(p, f"{b}.mlp_norm", x))
+    return hal.nn.linear(norm(p, "norm", x), p["head.weight"], p["head.bias"])
+
+
+def loss(params, ids, targets):
+    return cross_entropy(forward(params, ids), targets)
+
+
+step = hal.jit(ag.value_and_grad(loss))
+opt = optim.AdamW(1e-3)
+params = {name: shard(name, w) for name, w in model.trainable().items()}
+for ids, targets in batches(steps=20, batch=8, seq=32, part=dp_rank, parts=dp):
+    value, grads = step(params, ids, targets)
+    grads = {n: collectives.all_reduce(g, group="dp") / dp for n, g in grads.items()}
+    params = opt.step(params, grads)
+    print(float(value))
+'''
+"""The same training with Megatron's tensor parallelism written by hand (mpiexec -n 2): the
+process groups, the weight shards, a forward with the collectives where Megatron puts them,
+and the data-parallel gradient mean. The baseline the annotations are measured against."""
+
+
+def _differing(script: str) -> int:
+    """Code lines of `script` that are not in SINGLE_DEVICE (added or changed, by difflib)."""
+    single, other = SINGLE_DEVICE.splitlines(), script.splitlines()
+    matcher = difflib.SequenceMatcher(a=single, b=other, autojunk=False)
+    return sum(1 for tag, _, _, j1, j2 in matcher.get_opcodes() if tag != "equal"
+               for line in other[j1:j2] if line.strip())
+
 
 def annotation_lines() -> dict:
-    """How much the parallel version differs: lines of each script, lines of PARALLEL that
-    are not in SINGLE_DEVICE (added or changed, by difflib), and the model's annotation
+    """How much each parallel version differs from SINGLE_DEVICE: the code lines of each
+    script, those of PARALLEL and of MANUAL not in SINGLE_DEVICE, and the model's annotation
     lines (`parallel(...)` in the layers' source, inert on one device)."""
-    single, parallel_ = SINGLE_DEVICE.splitlines(), PARALLEL.splitlines()
-    matcher = difflib.SequenceMatcher(a=single, b=parallel_, autojunk=False)
-    changed = sum(j2 - j1 for tag, _, _, j1, j2 in matcher.get_opcodes() if tag != "equal")
-    code = lambda lines: sum(1 for line in lines if line.strip())  # noqa: E731
+    code = lambda text: sum(1 for line in text.splitlines() if line.strip())  # noqa: E731
     model = "".join(inspect.getsource(cls) for cls in (CausalSelfAttention, Block))
-    return {"single_device_lines": code(single), "parallel_lines": code(parallel_),
-            "lines_differing": changed,
-            "model_annotation_lines": sum("parallel(" in line for line in model.splitlines())}
+    return {"single_device_lines": code(SINGLE_DEVICE), "parallel_lines": code(PARALLEL),
+            "lines_differing": _differing(PARALLEL),
+            "model_annotation_lines": sum("parallel(" in line for line in model.splitlines()),
+            "manual_lines": code(MANUAL), "manual_lines_differing": _differing(MANUAL)}
 
 
 def side_by_side() -> str:

@@ -80,7 +80,7 @@ def test_int8_pairs_on_one_backend_and_reports_the_peer(seed_measurement, result
 def test_unmeasurable_claims_say_why(seed_measurement, results_file):
     reason = "NotMeasuredHere: training a 175B-parameter model takes weeks; projection 31.3 days"
     lines = {"single_device_lines": 14, "parallel_lines": 17, "lines_differing": 6,
-             "model_annotation_lines": 6}
+             "model_annotation_lines": 6, "manual_lines": 55, "manual_lines_differing": 45}
     ms = [seed_measurement("gpt3_175b_training", "cpu", 0.0, "days_175b", "candidate",
                            status="skipped", error=reason),
           seed_measurement("lm_step", "cpu", 0.05, "parallel_code", "candidate",
@@ -88,8 +88,9 @@ def test_unmeasurable_claims_say_why(seed_measurement, results_file):
     table = claims_table([load_results(results_file("s.jsonl", ms))])
     assert _row(table, "days_175b")["measured"] == f"not measurable here: {reason}"
     code = _row(table, "parallel_code")
-    assert "script 14 lines, parallel 17 (6 differ) + 6 annotation" in code["measured"]
-    assert code["ratio"].startswith("not measurable here: no hand-written")
+    assert code["measured"] == ("45 lines by hand -> 12 (14-line single-device script: 6 "
+                                "lines changed + 6 annotations in the model = 12; 73% fewer)")
+    assert code["ratio"] == "3.75x" and "by hand" in code["baseline"]
 
 
 def test_utilisation_and_footprint(seed_measurement, results_file):

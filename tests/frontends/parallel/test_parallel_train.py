@@ -74,8 +74,10 @@ def test_annotation_lines_are_counted_honestly():
     counts = lm.annotation_lines()
     # added: one import, the mesh, DataParallel; changed: parallelize, the batch slice,
     # dp.sync (the parallelized model is called as the model: model.call_with)
+    # by hand: the groups, the shards, the forward with its collectives, the gradient mean
     assert counts == {"single_device_lines": 14, "parallel_lines": 17, "lines_differing": 6,
-                      "model_annotation_lines": 6}
+                      "model_annotation_lines": 6, "manual_lines": 55,
+                      "manual_lines_differing": 45}
     assert "6 of 17 lines differ" in lm.side_by_side()
 
 
@@ -141,9 +143,10 @@ def test_bad_options_end_every_rank_with_the_message(run_ranks):
 def test_single_device_and_parallel_scripts_agree(run_ranks):
     out = run_ranks(2, '''
         import contextlib, io
-        from frontends.parallel.train import PARALLEL, SINGLE_DEVICE
+        from frontends.parallel.train import MANUAL, PARALLEL, SINGLE_DEVICE
         printed = {}
-        for name, script in (("single", SINGLE_DEVICE), ("parallel", PARALLEL)):
+        for name, script in (("single", SINGLE_DEVICE), ("parallel", PARALLEL),
+                             ("manual", MANUAL)):
             with contextlib.redirect_stdout(io.StringIO()) as captured:
                 exec(script, {"__name__": name})
             printed[name] = [float(v) for v in captured.getvalue().split()]
@@ -152,3 +155,4 @@ def test_single_device_and_parallel_scripts_agree(run_ranks):
     for printed in out:
         assert len(printed["single"]) == 20
         np.testing.assert_allclose(printed["parallel"], printed["single"], rtol=1e-4)
+        np.testing.assert_allclose(printed["manual"], printed["single"], rtol=1e-4)
