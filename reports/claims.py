@@ -44,11 +44,14 @@ def _figure(claim: Claim, x: float) -> str:
 
 
 def label(m: Measurement) -> str:
-    """Who measured: a peer's name and version, else hal with its mode or layout and device."""
+    """Who measured: a peer's name and version, else hal with its mode or layout and device
+    (and the count of fallback calls where `hal bench --fallback` let ops run on the CPU)."""
     if "peer" in m.params:
         return str(m.params["peer"])
     what = m.params.get("layout") or m.params.get("mode") or m.params.get("precision")
-    return f"hal{f' {what}' if what else ''} on {m.device}"
+    fallbacks = m.placement.fallbacks if m.placement else 0
+    aside = f" (CPU fallback calls: {fallbacks})" if fallbacks else ""
+    return f"hal{f' {what}' if what else ''} on {m.device}{aside}"
 
 
 def _better(claim: Claim, ms: list[Measurement]) -> list[Measurement]:

@@ -18,8 +18,8 @@ def seed_measurement(measurement):
     """A synthetic seed measurement: `claim`, `role` and extra params, metrics, quality."""
 
     def make(workload, backend, median, claim_id, role, *, seed=0, status="ok", error=None,
-             params=None, metrics=None, quality=None, items=None):
-        m = measurement(workload, backend, median, seed, status=status)
+             params=None, metrics=None, quality=None, items=None, fallbacks=()):
+        m = measurement(workload, backend, median, seed, status=status, fallbacks=fallbacks)
         return dataclasses.replace(
             m, suite="seed", params={"claim": claim_id, "role": role, **(params or {})},
             error=error if status != "ok" else None, items=items,
@@ -51,6 +51,10 @@ def test_best_hal_against_the_strongest_peer(seed_measurement, results_file):
     assert float(row["ratio"][:-1]) == pytest.approx(2.0, abs=0.03)
     assert row["published ratio"] == "2.27x"
     assert "torch is not importable " * 12 in row["notes"]  # the whole reason
+    fallen = seed_measurement("fft2", "null", 0.001, "complex_fft", "candidate",
+                              fallbacks=("fftn",))
+    table = claims_table([load_results(results_file("fallen.jsonl", [*ms, fallen]))])
+    assert _row(table, "complex_fft")["candidate"] == "hal on null:0 (CPU fallback calls: 1)"
     assert "passed" in row["check"]
     assert _row(table, "bert_int8")["measured"].startswith("not run")
 
