@@ -120,14 +120,20 @@ def _notes(claim: Claim, ms: list[Measurement], pair: tuple | None) -> list[str]
         notes.append(
             f"scaling efficiency of {label(c)}: {100 * eff:.0f}% of {ranks} x {label(single[0])}"
         )
+    missing: dict[tuple, list[str]] = {}
     for m in ms:
         if m.status == "ok" and claim.metric == "footprint":
             notes.append(
                 f"{label(m)}: {_figure(claim, value(claim, m))}, steady call peak "
                 f"{m.metrics.get('call_peak_mib', float('nan')):.4g} MiB"
             )
-        if m.status != "ok":
-            notes.append(f"{m.workload} on {m.device} {m.status}: {m.error}")
+        # peers are measured under the cpu backend only; elsewhere they skip by design
+        if m.status != "ok" and not ("peer" in m.params and m.backend != "cpu"):
+            missing.setdefault((m.workload, m.status, m.error), []).append(m.device)
+    notes += [
+        f"{workload} on {', '.join(devices)} {status}: {error}"
+        for (workload, status, error), devices in missing.items()
+    ]
     return notes
 
 
