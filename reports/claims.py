@@ -131,7 +131,7 @@ def _notes(claim: Claim, ms: list[Measurement], pair: tuple | None) -> list[str]
         if m.status != "ok" and not ("peer" in m.params and m.backend != "cpu"):
             missing.setdefault((m.workload, m.status, m.error), []).append(m.device)
     notes += [
-        f"{workload} on {', '.join(devices)} {status}: {error}"
+        f"{workload} on {', '.join(dict.fromkeys(devices))} {status}: {error}"
         for (workload, status, error), devices in missing.items()
     ]
     return notes
