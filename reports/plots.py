@@ -27,9 +27,22 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
+LABEL_CHARS = 80
+
+
+def _short(text: str) -> str:
+    """`text` cut to LABEL_CHARS with an ellipsis in the middle (long params stay readable
+    and the axes keep room for the plot)."""
+    if len(text) <= LABEL_CHARS:
+        return text
+    half = (LABEL_CHARS - 1) // 2
+    return text[:half] + "…" + text[-half:]
+
+
 def _labels(data: pd.DataFrame) -> pd.Series:
-    """One unique label per row: suite/workload params dtype (series)."""
-    return (
+    """One unique label per row: suite/workload params dtype (series), at most LABEL_CHARS
+    long (numbered where cutting made two alike)."""
+    labels = (
         data["suite"]
         + "/"
         + data["workload"]
@@ -40,7 +53,10 @@ def _labels(data: pd.DataFrame) -> pd.Series:
         + " ("
         + data["series"]
         + ")"
-    )
+    ).map(_short)
+    alike = labels.duplicated(keep=False)
+    number = labels.groupby(labels).cumcount().add(1).astype(str)
+    return labels.where(~alike, labels + " #" + number)
 
 
 def speedup_bars(long: pd.DataFrame, baseline: str) -> bytes:

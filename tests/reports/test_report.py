@@ -153,3 +153,16 @@ def test_a_long_skip_reason_appears_whole(measurement, results_file, tmp_path):
     assert "ops/a n=1024 float32; ops/b n=1024 float32; ops/c n=1024 float32" in row
     assert reason.strip() in row
     assert (out / "report.html").read_text().count(reason.strip()) == 4
+
+
+def test_plot_labels_are_short_and_unique():
+    import pandas as pd
+
+    from reports.plots import LABEL_CHARS, _labels
+
+    params = ["a" * 50 + "x" + "b" * 50, "a" * 50 + "y" + "b" * 50, "n=1"]
+    data = pd.DataFrame({"suite": "s", "workload": "w", "params": params, "dtype": "f32",
+                         "series": "cpu"})
+    labels = list(_labels(data))
+    assert len(set(labels)) == 3 and labels[2] == "s/w n=1 f32 (cpu)"
+    assert all(len(label) <= LABEL_CHARS + 3 for label in labels)
