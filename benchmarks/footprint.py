@@ -41,13 +41,15 @@ def _key(params: dict) -> str:
     return json.dumps(params, sort_keys=True, default=str)
 
 
-def measure_footprint(suite: str, workload: Workload, dtype: str, device: str) -> dict[str, float]:
-    """{"footprint_mib", "call_peak_mib"[, "device_peak_mib"]} of one call of `workload`,
-    measured in a child process; NotMeasuredHere where the OS cannot say."""
+def measure_footprint(suite: str, workload: Workload, dtype: str, device: str,
+                      fallback: str = "error") -> dict[str, float]:
+    """{"footprint_mib", "call_peak_mib"[, "device_peak_mib"]} of one call of `workload`
+    under the CPU-fallback policy `fallback`, measured in a child process; NotMeasuredHere
+    where the OS cannot say."""
     if not CLEAR_REFS.exists():
         raise NotMeasuredHere("the footprint needs Linux's /proc/self/clear_refs")
     spec = {"suite": suite, "workload": workload.name, "params": _key(workload.params),
-            "dtype": dtype, "device": device}
+            "dtype": dtype, "device": device, "fallback": fallback}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")) if p)}
     done = subprocess.run([sys.executable, "-m", "benchmarks.footprint", json.dumps(spec)],
@@ -73,7 +75,7 @@ def _child(spec: dict) -> dict[str, float]:
     tensors = [hal.asarray(a, device=device) for a in case.inputs]
     device.synchronize()
     before = _kib("VmRSS")
-    with hal.fallback_policy("error"):
+    with hal.fallback_policy(spec["fallback"]):
         for call in range(2):
             if call == 1:
                 CLEAR_REFS.write_text("5")  # resets VmHWM to the current resident size

@@ -149,7 +149,8 @@ def measure(
     record.metrics = derived_metrics(record, summary.median, peaks or {})
     if workload.footprint:
         try:
-            record.metrics.update(measure_footprint(suite, workload, dtype, device.name))
+            record.metrics.update(
+                measure_footprint(suite, workload, dtype, device.name, timing.fallback))
         except Exception as exc:  # the timing stands; the note says why the memory is missing
             record.error = f"footprint not measured: {type(exc).__name__}: {exc}"
     return record

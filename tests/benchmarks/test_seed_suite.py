@@ -7,7 +7,7 @@ import pytest
 import hal
 from benchmarks.claims import CLAIMS, claim
 from benchmarks.footprint import measure_footprint
-from benchmarks.suites import peak, seed
+from benchmarks.suites import peak, seed, smoke
 from benchmarks.timing import TimingOptions, measure
 
 ROLES = {"candidate", "baseline", "peer candidate", "peer baseline", "single"}
@@ -68,3 +68,10 @@ def test_footprint_of_an_unknown_workload_is_an_error():
     w = peak.stream("scale", 123)
     with pytest.raises(hal.HalError, match="has 0 workloads named stream_scale"):
         measure_footprint("peak", w, "float64", "cpu:0")
+
+
+def test_footprint_follows_the_runs_fallback_policy():
+    (w,) = [w for w in smoke.workloads() if w.name == "add"]  # null has no add kernel
+    with pytest.raises(hal.HalError, match="FallbackRefused"):
+        measure_footprint("smoke", w, "float32", "null:0")
+    assert measure_footprint("smoke", w, "float32", "null:0", "allow")["footprint_mib"] >= 0
