@@ -54,7 +54,7 @@ import numpy as np
 
 import hal
 from hal import dtypes as dt
-from hal.graph import REDUCTIONS, Graph, Node
+from hal.compile.graph import REDUCTIONS, Graph, Node
 
 _compiled: dict[str, Callable | None] = {}  # body.key() -> function, None when declined
 _ufuncs: dict[str, np.ufunc | None] = {}  # hash of the generated source -> its ufunc
@@ -343,7 +343,7 @@ _TEMPLATES = {
 }
 _OPS = frozenset(_TEMPLATES) | {"divide", "power", "abs", "maximum", "minimum",
                                 "floor_divide", "remainder", "astype"}
-"""The elementwise ops a group may hold (all of hal.graph.ELEMENTWISE)."""
+"""The elementwise ops a group may hold (all of hal.compile.graph.ELEMENTWISE)."""
 
 
 def _helper_source(name: str) -> str:

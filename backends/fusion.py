@@ -15,7 +15,7 @@ import numpy as np
 
 from hal import dtypes as dt
 from hal import shapes
-from hal.graph import ELEMENTWISE, REDUCTIONS, Graph, Node
+from hal.compile.graph import ELEMENTWISE, REDUCTIONS, Graph, Node
 
 
 @dataclass(frozen=True)

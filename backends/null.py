@@ -160,9 +160,10 @@ class NullBackend(hal.Backend):
 
     def compile(self, graph, device: NullDevice):
         """Vendor (optional, best left alone unless your runtime runs whole graphs): compile
-        a hal.jit graph into one executable (a runtime session, say). The default lowers
-        and fuses it, asks compile_fused per group, and replays it without dispatch."""
-        return super().compile(graph, device)
+        a hal.jit graph into one executable (a runtime session, say). Returning None (the
+        default) gives hal's own: the graph lowered and fused, compile_fused asked per group,
+        and replayed without dispatch."""
+        return None
 
     def compile_fused(self, body, device: NullDevice):
         """Vendor (optional): compile a fused group of a hal.jit graph (elementwise ops,

@@ -1,54 +1,19 @@
 """`hal bench`: argparse subcommand; hal and the suites load only when it runs.
 
-The `hal` command (the composition root) hands in `write_report`, so a run ends with its
-report without the benchmark layer importing the report layer above it.
-
-The argument types every `hal` subcommand shares (`positive_int`, `positive_float`,
-`non_negative_float`, `probability`) live here: this module imports nothing heavy, and
-the report layer and the `hal` command may import it.
+The `hal` command registers it through reports/cli.py, which hands in `write_report` so a
+run ends with its report without this layer importing the report layer above it.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 
-def _number(text: str, kind: type, accept, words: str) -> int | float:
-    """`text` as a `kind` for which `accept` holds, else an argparse error in `words`."""
-    try:
-        value = kind(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give {words}") from None
-    if not (math.isfinite(value) and accept(value)):
-        raise argparse.ArgumentTypeError(f"{text} is out of range; give {words}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """argparse type: a whole number of at least 1."""
-    return _number(text, int, lambda v: v >= 1, "a whole number of at least 1")
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite number above 0."""
-    return _number(text, float, lambda v: v > 0, "a number above 0")
-
-
-def non_negative_float(text: str) -> float:
-    """argparse type: a finite number of at least 0."""
-    return _number(text, float, lambda v: v >= 0, "a number of at least 0")
-
-
-def probability(text: str) -> float:
-    """argparse type: a number strictly between 0 and 1."""
-    return _number(text, float, lambda v: 0 < v < 1, "a number between 0 and 1")
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `bench` subcommand; it sets `func(args) -> exit code`."""
+    from hal.cli import positive_float, positive_int  # the `hal` command has hal loaded
     p = subparsers.add_parser(
         "bench",
         help="run benchmark suites on the available backends and write a report",
@@ -163,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         f"{outcome.measured} measurement(s) in {outcome.path}"
         f" ({outcome.failed} failed or timed out)"
     )
-    write_report = getattr(args, "write_report", None)  # set by the `hal` command
+    write_report = getattr(args, "write_report", None)  # set by reports/cli.py
     if write_report is not None and not args.no_report:
         out_dir = outcome.path.with_name(f"{outcome.run_id}-report")
         code = write_report([outcome.path, *args.conformance], out_dir)

@@ -11,7 +11,7 @@ import hal
 from benchmarks.schema import MeasurementKey, measurement_key
 from benchmarks.timing import TimingOptions
 from benchmarks.workload import Workload, suite_names, suite_workloads
-from hal.settings import FALLBACK_POLICIES
+from hal.runtime.settings import FALLBACK_POLICIES
 
 DEFAULT_SUITES = ("peak", "quick")
 

@@ -4,13 +4,16 @@
     x = hal.asarray([1.0, 2.0, 3.0], device="cpu")
     hal.exp(x), hal.fft.fft(x), hal.nn.softmax(x)
 
-The op set (hal/ops.py) has numpy reference semantics; backends plug in through the
+The op set (hal/ops/) has numpy reference semantics; backends plug in through the
 `hal.backends` entry point group; `hal conformance` certifies a backend.
 """
 
 import math
 
-from . import collectives, fft, nn, onnx, ops, random, trace
+from . import collectives, fft, nn, onnx, ops, random
+from .compile import trace
+from .compile.graph import Graph
+from .compile.jit import Jitted, RetraceWarning, jit, to_static
 from .creation import (
     arange,
     asarray,
@@ -26,57 +29,9 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .device import (
-    API_VERSION,
-    Allocation,
-    Backend,
-    Buffer,
-    Capabilities,
-    Device,
-    MemoryStats,
-)
 from .dispatch import decomposition, fallback_counts, fallback_policy, observe, placement
-from .dtypes import (
-    ALL,
-    BOOL,
-    COMPLEX,
-    FLOATS,
-    INTEGERS,
-    NUMERIC,
-    REALS,
-    bfloat16,
-    bool_,
-    complex64,
-    complex128,
-    dtype,
-    finfo,
-    float16,
-    float32,
-    float64,
-    iinfo,
-    int8,
-    int32,
-    int64,
-    isdtype,
-    promote,
-    result_type,
-    uint8,
-)
-from .errors import (
-    BackendUnavailable,
-    DeviceError,
-    DomainError,
-    FallbackRefused,
-    FallbackWarning,
-    HalError,
-    HalOutOfMemory,
-    KernelError,
-    PluginWarning,
-    ShapeError,
-    UnsupportedDType,
-    UnsupportedOp,
-)
 from .functions import (
+    ARRAY_API_VERSION,
     abs,
     add,
     all,
@@ -140,23 +95,60 @@ from .functions import (
     tanh,
     where,
 )
-from .graph import Graph
 from .info import __array_namespace_info__
-from .jit import Jitted, RetraceWarning, jit, to_static
-from .kernels import KernelTable
-from .registry import (
-    available_backends,
-    backend,
-    backends,
-    default_device,
-    devices,
+from .ops import KernelTable, shapes
+from .runtime import dtypes, host
+from .runtime.backend import API_VERSION, Backend
+from .runtime.capabilities import Capabilities
+from .runtime.device import Device
+from .runtime.dtypes import (
+    ALL,
+    BOOL,
+    COMPLEX,
+    FLOATS,
+    INTEGERS,
+    NUMERIC,
+    REALS,
+    bfloat16,
+    bool_,
+    complex64,
+    complex128,
+    dtype,
+    finfo,
+    float16,
+    float32,
+    float64,
+    iinfo,
+    int8,
+    int32,
+    int64,
+    isdtype,
+    promote,
+    result_type,
+    uint8,
 )
-from .registry import resolve_device as device
-from .settings import settings
+from .runtime.errors import (
+    BackendUnavailable,
+    DeviceError,
+    DomainError,
+    FallbackRefused,
+    FallbackWarning,
+    HalError,
+    HalOutOfMemory,
+    KernelError,
+    PluginWarning,
+    ShapeError,
+    UnsupportedDType,
+    UnsupportedOp,
+)
+from .runtime.memory import Allocation, Buffer, MemoryStats
+from .runtime.registry import available_backends, backend, backends, default_device, devices
+from .runtime.registry import resolve_device as device
+from .runtime.settings import settings
 from .tensor import Tensor
 
 bool = bool_
 mean, var, roll = nn.mean, nn.var, nn.roll
 e, inf, nan, pi, newaxis = math.e, math.inf, math.nan, math.pi, None
-__array_api_version__ = "2023.12"
+__array_api_version__ = ARRAY_API_VERSION
 __version__ = "0.1.0"

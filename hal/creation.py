@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes as dt
-from .errors import HalError, UnsupportedDType
-from .registry import resolve_device
+from .functions import astype
+from .ops import shapes
+from .runtime import dtypes as dt
+from .runtime.errors import HalError, UnsupportedDType
+from .runtime.registry import resolve_device
 from .tensor import Tensor
 
 
@@ -20,8 +22,6 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Ten
     if isinstance(obj, Tensor):
         out = obj if target is None else obj.to(target)
         if dtype is not None:
-            from .functions import astype
-
             out = astype(out, dtype)
         return out
     try:
@@ -55,14 +55,14 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Tensor:
     """A tensor sharing memory with a DLPack producer where the device allows, else copying it;
     copy=True always copies (so later writes by the producer cannot show through)."""
     target = resolve_device(device)
-    out = Tensor._wrap(target.from_dlpack(x), target)
+    out = Tensor.wrap(target.from_dlpack(x), target)
     return Tensor.from_host(np.array(out.numpy()), target) if copy else out
 
 
 def full(shape, fill_value, *, dtype=None, device=None) -> Tensor:
     """A tensor of one value (dtype from the value when not given)."""
     d = dt.dtype(dtype) if dtype is not None else dt.default_dtype(fill_value)
-    target, shape = resolve_device(device), _shape(shape)
+    target, shape = resolve_device(device), shapes.as_shape(shape)
     target.check_fits(shape, d, "full")  # before numpy builds the host array
     return Tensor.from_host(np.full(shape, fill_value, dtype=d), target)
 
@@ -121,7 +121,3 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype=None,
     """The n_rows x n_cols matrix with ones on diagonal k (float64 unless dtype is given)."""
     d = dt.float64 if dtype is None else dt.dtype(dtype)
     return Tensor.from_host(np.eye(n_rows, n_cols, k=k, dtype=d), resolve_device(device))
-
-
-def _shape(shape) -> tuple:
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)

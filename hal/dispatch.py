@@ -8,13 +8,16 @@ decomposition, else the op's numpy reference on the CPU under `settings.fallback
 `hal.trace` pushes one that records ops and returns symbolic values. An interpreter may
 hand an op on to the one below it (`Interpreter.process`), as JAX's traces do.
 
-Every CPU fallback is counted, and a `placement()` recorder sees where each op ran and
-how many bytes crossed to the host.
+The stack is a `contextvars.ContextVar`: each thread (and asyncio task) has its own, so
+a trace in one thread never records another's ops. Every CPU fallback is counted, and a
+`placement()` recorder sees where each op ran and how many bytes crossed to the host;
+code that runs ops without `call` (a compiled graph) tells it with `record`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import inspect
 import warnings
 from collections import Counter
@@ -23,9 +26,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import dtypes as dt
-from . import ops, shapes
-from .errors import (
+from . import ops
+from .ops import shapes
+from .runtime import dtypes as dt
+from .runtime.errors import (
     FallbackRefused,
     FallbackWarning,
     HalError,
@@ -34,7 +38,8 @@ from .errors import (
     UnsupportedDType,
     UnsupportedOp,
 )
-from .settings import FALLBACK_POLICIES, settings
+from .runtime.registry import default_device
+from .runtime.settings import FALLBACK_POLICIES, settings
 from .tensor import Tensor
 
 _decompositions: dict[str, Callable] = {}
@@ -53,6 +58,11 @@ def decomposition(name: str) -> Callable:
         return fn
 
     return register
+
+
+def decomposition_of(name: str) -> Callable | None:
+    """The op's default decomposition (a function of hal Tensors), or None if it has none."""
+    return _decompositions.get(name)
 
 
 # -- interpreters ---------------------------------------------------------------------------
@@ -85,22 +95,22 @@ class Eager(Interpreter):
         if spec.domain is not None:  # operand values outside the op's domain (int ** -1)
             spec.domain(*args, **params)
         key_dtype = args[spec.key].dtype
-        kernel = device._kernels.get((spec.name, key_dtype))
+        kernel = device.kernels.get((spec.name, key_dtype))
         if kernel is None:
             return _without_kernel(spec, device, key_dtype, args, params)
         if out[1] is not key_dtype and out[1] != key_dtype:  # a result the device cannot hold
             device.check_dtype(out[1], spec.name)
         if _recorders:
-            _record(spec.name, device, key_dtype, "kernel")
+            record(spec.name, device.name, key_dtype.name, "kernel")
         if getattr(kernel, "takes_meta", False):
             params = {**params, "out_shape": out[0], "out_dtype": out[1]}
         try:
             if len(args) == 1:
-                native = kernel(args[0]._data, **params)
+                native = kernel(args[0].native, **params)
             elif len(args) == 2 and args[1] is not None:
-                native = kernel(args[0]._data, args[1]._data, **params)
+                native = kernel(args[0].native, args[1].native, **params)
             else:
-                native = kernel(*[None if a is None else a._data for a in args], **params)
+                native = kernel(*[None if a is None else a.native for a in args], **params)
             shape, dtype = native.shape, native.dtype
         except HalError:
             raise
@@ -113,7 +123,7 @@ class Eager(Interpreter):
                 f"{tuple(shape)}, the op's rule says {out[1].name}{out[0]}; fix the kernel's "
                 "output (it must have the shape and dtype dispatch passes as out_shape/out_dtype)"
             )
-        return Tensor._wrap(native, device), "kernel"
+        return Tensor.wrap(native, device), "kernel"
 
 
 class Observe(Interpreter):
@@ -130,18 +140,25 @@ class Observe(Interpreter):
 
 
 EAGER = Eager()
-_stack: list[Interpreter] = [EAGER]
+_stack: contextvars.ContextVar[tuple[Interpreter, ...]] = contextvars.ContextVar(
+    "hal_interpreters", default=(EAGER,))
+
+
+def interpreters() -> tuple[Interpreter, ...]:
+    """The dispatch stack of this thread (or task), outermost first: (EAGER,) when nothing
+    observes or traces the ops."""
+    return _stack.get()
 
 
 @contextlib.contextmanager
 def interpret(interpreter: Interpreter) -> Iterator[Interpreter]:
     """Make `interpreter` the innermost level of the dispatch stack inside the block."""
-    interpreter.below = _stack[-1]
-    _stack.append(interpreter)
+    interpreter.below = _stack.get()[-1]
+    _stack.set((*_stack.get(), interpreter))
     try:
         yield interpreter
-    finally:  # by identity: interpreters need not be comparable
-        del _stack[next(i for i in range(len(_stack) - 1, -1, -1) if _stack[i] is interpreter)]
+    finally:  # by identity (interpreters need not be comparable), whatever exits first
+        _stack.set(tuple(i for i in _stack.get() if i is not interpreter))
 
 
 @contextlib.contextmanager
@@ -202,9 +219,18 @@ def fallback_policy(policy: str) -> Iterator[None]:
         settings.fallback = before
 
 
-def _record(op: str, device, dtype, how: str, moved: int = 0) -> None:
+def recording() -> bool:
+    """True inside a `placement()` block: then whatever runs ops without `call` (a compiled
+    graph's executable) reports each one with `record`."""
+    return bool(_recorders)
+
+
+def record(op: str, device: str, dtype: str, how: str, moved: int = 0) -> None:
+    """Tell every open `placement()` that `op` ran on the device named `device` for the
+    dtype named `dtype`, and how ("kernel", "compiled", a session's name, ...); a
+    "fallback" also counts the bytes `moved` to and from the host."""
     for r in _recorders:
-        r.records.append((op, device.name, dtype.name, how))
+        r.records.append((op, device, dtype, how))
         if how == "fallback":
             r.fallbacks += 1
             r.bytes_moved += moved
@@ -235,8 +261,6 @@ def call(spec: ops.OpSpec, *args, **params) -> Tensor:
         raise ShapeError(f"{spec.name}: needs at least {spec.key + 1} operand(s), got "
                          f"{len(args)}; {_signature(spec)}")
     if device is None:
-        from .registry import default_device
-
         device = default_device()
     if spec.promote and len(args) > 1 and (scalars or len(args) > 2 or args[0].dtype
                                            is not args[1].dtype) \
@@ -257,7 +281,7 @@ def call(spec: ops.OpSpec, *args, **params) -> Tensor:
         raise HalError(f"{spec.name}: bad arguments ({why}); {_signature(spec)}") from None
     if len(out[0]) > shapes.MAX_RANK:
         shapes.check_rank(spec.name, out[0])
-    return _stack[-1].process(spec, device, args, params, out)[0]
+    return _stack.get()[-1].process(spec, device, args, params, out)[0]
 
 
 def _check_operands(spec: ops.OpSpec, args: tuple) -> None:
@@ -368,10 +392,10 @@ def _without_kernel(spec: ops.OpSpec, device, dtype, args: tuple, params: dict):
             device.check_dtype(a.dtype, spec.name)
     decompose = _decompositions.get(spec.name)
     if decompose is not None:
-        for interpreter in _stack:
+        for interpreter in _stack.get():
             interpreter.enter(spec, args, params)
         if _recorders:
-            _record(spec.name, device, dtype, "decomposed")
+            record(spec.name, device.name, dtype.name, "decomposed")
         return decompose(*args, **params), "decomposed"
     policy = settings.fallback
     where = f"{spec.name} on {device.name} for {dtype.name}"
@@ -394,7 +418,7 @@ def _without_kernel(spec: ops.OpSpec, device, dtype, args: tuple, params: dict):
                           f"reference) raised {type(e).__name__}: {e}") from e
     fallback_counts[(spec.name, device.name, dtype.name)] += 1
     moved = result.nbytes + sum(h.nbytes for h in host if h is not None)
-    _record(spec.name, device, dtype, "fallback", moved)
+    record(spec.name, device.name, dtype.name, "fallback", moved)
     return Tensor.from_host(result, device), "fallback"
 
 

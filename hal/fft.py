@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes as dt
 from . import functions as F
-from . import ops, shapes
+from . import ops
 from .creation import asarray
 from .dispatch import call
-from .errors import ShapeError, UnsupportedDType
+from .ops import shapes
+from .runtime import dtypes as dt
+from .runtime.errors import ShapeError, UnsupportedDType
 from .tensor import Tensor
 
 _FFTN, _IFFTN, _RFFTN, _IRFFTN = (ops.spec(n) for n in ("fftn", "ifftn", "rfftn", "irfftn"))

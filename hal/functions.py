@@ -1,6 +1,6 @@
 """The op set as functions with Array API / numpy names: `hal.exp(x)`, `hal.sum(x, axis=1)`.
 
-Each function checks nothing itself: the op's declaration (hal/ops.py) validates and
+Each function checks nothing itself: the op's declaration (hal/ops/) validates and
 dispatch (hal/dispatch.py) places it. A few conveniences (not_equal, logical_not,
 squeeze, ...) are compositions of ops and say so.
 """
@@ -8,12 +8,19 @@ squeeze, ...) are compositions of ops and say so.
 from __future__ import annotations
 
 import operator
+import sys
 
-from . import dtypes as dt
+import numpy as np
+
 from . import ops
 from .dispatch import call, decomposition
-from .errors import HalError, ShapeError, UnsupportedDType
+from .ops import shapes
+from .runtime import dtypes as dt
+from .runtime.errors import HalError, ShapeError, UnsupportedDType
+from .runtime.registry import default_device
 from .tensor import Tensor
+
+ARRAY_API_VERSION = "2023.12"
 
 
 def op(name: str, /, *args, **params) -> Tensor:
@@ -169,8 +176,6 @@ def stack(arrays, /, *, axis: int = 0) -> Tensor:
     if not arrays:
         raise ShapeError("stack: needs at least one tensor")
     ndim = arrays[0].ndim + 1
-    from . import shapes
-
     a = shapes.axis("stack", axis, ndim)
     return concat([reshape(t, (*t.shape[:a], 1, *t.shape[a:])) for t in arrays], axis=a)
 
@@ -185,8 +190,6 @@ def pad(x, /, pad_width, *, mode: str = "constant", value=0) -> Tensor:
 
 def squeeze(x, /, axis) -> Tensor:
     """x without the given size-1 axes (a reshape)."""
-    from . import shapes
-
     ax = shapes.axes("squeeze", axis, x.ndim)
     if {x.shape[a] for a in ax} - {1}:
         raise ShapeError(f"squeeze: axes {axis!r} of shape {x.shape} are not all size 1")
@@ -195,8 +198,6 @@ def squeeze(x, /, axis) -> Tensor:
 
 def expand_dims(x, /, axis: int = 0) -> Tensor:
     """x with a new size-1 axis at `axis` (a reshape)."""
-    from . import shapes
-
     a = shapes.axis("expand_dims", axis, x.ndim + 1)
     return reshape(x, (*x.shape[:a], 1, *x.shape[a:]))
 
@@ -248,8 +249,6 @@ def qmatmul(a, b, /, *, a_zero_point: int = 0, b_zero_point: int = 0) -> Tensor:
 
 
 def _qparams(x, scale, zero_point):
-    import numpy as np
-
     device = x.device if isinstance(x, Tensor) else None
     if not isinstance(scale, Tensor):
         scale = Tensor.from_host(np.asarray(scale, dtype=np.float32), device or _default())
@@ -260,13 +259,11 @@ def _qparams(x, scale, zero_point):
 
 
 def _default():
-    from .registry import default_device
-
     return default_device()
 
 
 # -- Array API additions: predicates, searching, sorting, scans, take, integer division ------
-# (declared in hal/ops.py; the composites' decompositions follow their functions)
+# (declared in hal/ops/; the composites' decompositions follow their functions)
 _ARRAY_API = {n: ops.spec(n) for n in (
     "isnan", "isinf", "isfinite", "all", "any", "argmax", "argmin", "cumulative_sum", "sort",
     "argsort", "take", "clip")}
@@ -350,8 +347,6 @@ def clip(x, /, min=None, max=None) -> Tensor:
 
 
 def _bound(x: Tensor, b):
-    import numpy as np
-
     if b is None:
         return None
     if isinstance(b, Tensor):
@@ -369,12 +364,10 @@ def _bound(x: Tensor, b):
 
 def _array_namespace(x, /, *, api_version: str | None = None):
     """The Array API namespace of a tensor: the hal module (it implements 2023.12)."""
-    import hal
-
-    if api_version not in (None, hal.__array_api_version__):
+    if api_version not in (None, ARRAY_API_VERSION):
         raise HalError(f"__array_namespace__: hal implements the Array API "
-                       f"{hal.__array_api_version__}, not {api_version!r}")
-    return hal
+                       f"{ARRAY_API_VERSION}, not {api_version!r}")
+    return sys.modules[__package__]  # the hal namespace this module belongs to
 
 
 def _to_device(x, device, /, *, stream=None) -> Tensor:
@@ -416,10 +409,6 @@ def _any(x, *, axis=None, keepdims=False):
 
 
 def _arg_extreme(extreme, x, axis, keepdims):
-    import numpy as np
-
-    from . import shapes
-
     flat = reshape(x, (-1,)) if axis is None else x
     a = 0 if axis is None else shapes.axis("argmax", axis, x.ndim)
     hit = equal(flat, extreme(flat, axis=a, keepdims=True))
@@ -450,8 +439,6 @@ def _clip(x, lo=None, hi=None):
 # -- Tensor's operators and methods, bound from one table once the functions exist ----------
 def _getitem(x, key, /) -> Tensor:
     """x[key]: basic indexing (ints, slices, None, Ellipsis) as a slice and a reshape."""
-    from . import shapes
-
     bounds, result_shape, sliced = shapes.index_bounds(x.shape, key)
     out = x
     if bounds != tuple((0, 1, n) for n in x.shape):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import dtypes as dt
-from . import registry
+from .runtime import dtypes as dt
+from .runtime import registry
 
 _STANDARD = {"bool", "int8", "uint8", "int32", "int64", "float32", "float64", "complex64",
              "complex128"}  # hal's dtypes that the Array API standard names

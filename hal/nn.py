@@ -12,10 +12,11 @@ import math
 
 import numpy as np
 
-from . import dtypes as dt
 from . import functions as F
-from . import ops, shapes
+from . import ops
 from .dispatch import call, decomposition
+from .ops import shapes
+from .runtime import dtypes as dt
 from .tensor import Tensor
 
 _S = {n: ops.spec(n) for n in ops.names(ops.COMPOSITE)}

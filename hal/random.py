@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes as dt
-from .creation import _shape
-from .errors import UnsupportedDType
-from .registry import resolve_device
+from .ops import shapes
+from .runtime import dtypes as dt
+from .runtime.errors import UnsupportedDType
+from .runtime.registry import resolve_device
 from .tensor import Tensor
 
 
@@ -22,7 +22,7 @@ def uniform(shape, *, low: float = 0.0, high: float = 1.0, seed=None, dtype=dt.f
             device=None) -> Tensor:
     """Uniform values in [low, high)."""
     _floating(dtype, "uniform")
-    values = _generator(seed).uniform(low, high, _shape(shape))
+    values = _generator(seed).uniform(low, high, shapes.as_shape(shape))
     return Tensor.from_host(values.astype(dt.dtype(dtype)), resolve_device(device))
 
 
@@ -31,7 +31,7 @@ def normal(shape, *, mean: float = 0.0, std: float = 1.0, seed=None, dtype=dt.fl
     """Normally distributed values; complex dtypes get independent real and imaginary parts."""
     d = _floating(dtype, "normal")
     rng = _generator(seed)
-    values = rng.normal(mean, std, _shape(shape))
+    values = rng.normal(mean, std, shapes.as_shape(shape))
     if dt.is_complex(d):
         values = values + 1j * rng.normal(0.0, std, values.shape)
     return Tensor.from_host(values.astype(d), resolve_device(device))
@@ -42,7 +42,7 @@ def integers(shape, low: int, high: int, *, seed=None, dtype=dt.int64, device=No
     d = dt.dtype(dtype)
     if not dt.is_integer(d):
         raise UnsupportedDType(f"integers: dtype {d.name} is not an integer dtype")
-    values = _generator(seed).integers(low, high, _shape(shape))
+    values = _generator(seed).integers(low, high, shapes.as_shape(shape))
     return Tensor.from_host(values.astype(d), resolve_device(device))
 
 

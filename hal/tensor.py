@@ -6,22 +6,28 @@ import math
 
 import numpy as np
 
-from . import dtypes as dt
-from . import shapes
-from .errors import DeviceError, HalError, ShapeError
+from .ops import shapes
+from .runtime import dtypes as dt
+from .runtime.errors import DeviceError, HalError, ShapeError
+from .runtime.registry import resolve_device
 
 
 class Tensor:
     """An n-d array on a hal device. Ops return new tensors; a tensor is never changed."""
 
-    __slots__ = ("__weakref__", "_data", "device", "dtype", "shape")
+    __slots__ = ("__weakref__", "device", "dtype", "native", "shape")
     __hash__ = None  # elementwise ==, as in numpy and the Array API
     __array_priority__ = 1000  # numpy defers binary operators to Tensor
 
     @classmethod
-    def _wrap(cls, native, device) -> Tensor:
+    def wrap(cls, native, device) -> Tensor:
+        """A tensor around a device-native array (no copy): how a backend hands back a result.
+
+        `native` must be the device's own array type (what its kernels take and return:
+        numpy, pyopencl.array, cupy, a hal.Buffer, ...); `tensor.native` is the way back.
+        """
         t = object.__new__(cls)
-        t._data = native
+        t.native = native
         t.device = device
         t.shape = native.shape  # a tuple for numpy, pyopencl, cupy and hal.Buffer
         t.dtype = native.dtype
@@ -33,7 +39,7 @@ class Tensor:
         dtype = dt.dtype(array.dtype)
         device.check_dtype(dtype)
         shapes.check_rank("tensor", array.shape)
-        return cls._wrap(device.upload(array), device)
+        return cls.wrap(device.upload(array), device)
 
     # -- properties -------------------------------------------------------------------
     @property
@@ -54,7 +60,7 @@ class Tensor:
     # -- conversion -------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
         """The values as a host numpy array (a copy unless the device is the host)."""
-        return self.device.download(self._data)
+        return self.device.download(self.native)
 
     def __array__(self, dtype=None, copy=None):
         out = self.numpy()
@@ -62,8 +68,6 @@ class Tensor:
 
     def to(self, device) -> Tensor:
         """This tensor on another device (itself if it is there already)."""
-        from .registry import resolve_device
-
         target = resolve_device(device)
         if target is self.device:
             return self
@@ -80,7 +84,7 @@ class Tensor:
         return self.numpy().tolist()
 
     def _dlpack_source(self):
-        native = self._data
+        native = self.native
         return np.asarray(native) if isinstance(native, np.generic) else native  # 0-d numpy
 
     def __dlpack__(self, **kwargs):

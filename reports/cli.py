@@ -1,5 +1,10 @@
-"""`hal report`, `hal compare` and `hal publish`: argparse subcommands; heavy imports happen
-only when run."""
+"""`hal report`, `hal compare`, `hal publish`, and `hal bench` ending in its run's report:
+argparse subcommands registered through the `hal.commands` entry point group; heavy
+imports happen only when run.
+
+`bench` is the benchmark harness's command (benchmarks/cli.py); it is registered from
+here, the layer above the harness, so that a run can end with its report without the
+harness importing the reports."""
 
 from __future__ import annotations
 
@@ -7,12 +12,31 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmarks.cli import non_negative_float, probability
+from benchmarks import cli as bench_cli
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the `report`, `compare` and `publish` subcommands; each sets
-    `func(args) -> exit code`."""
+def register_bench(subparsers: argparse._SubParsersAction) -> None:
+    """Add `bench`: the harness's command, writing the run's report when it ends."""
+    bench_cli.register(subparsers)
+    subparsers.choices["bench"].set_defaults(write_report=write_report)
+
+
+def write_report(files, out_dir) -> int:
+    """Build the report of a finished `hal bench` run (its results file and any conformance
+    files given with it); 2 if it cannot be written."""
+    from benchmarks.schema import ResultsError
+    from reports.report import ReportError, build_report
+
+    try:
+        written = build_report(list(files), out_dir)
+    except (ResultsError, ReportError) as exc:
+        return _error(str(exc))
+    print(f"report: {written[0]} and {written[1].name}")
+    return 0
+
+
+def register_report(subparsers: argparse._SubParsersAction) -> None:
+    """Add `report`; it sets `func(args) -> exit code`."""
     p = subparsers.add_parser(
         "report",
         help="build report.md, report.html and results.csv from result files",
@@ -37,6 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(func=run_report)
 
+
+def register_compare(subparsers: argparse._SubParsersAction) -> None:
+    """Add `compare`; it sets `func(args) -> exit code`."""
+    from hal.cli import non_negative_float, probability  # the `hal` command has hal loaded
     c = subparsers.add_parser(
         "compare",
         help="compare two runs (or the backends of one run) with verdicts",
@@ -72,6 +100,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     c.set_defaults(func=run_compare)
 
+
+def register_publish(subparsers: argparse._SubParsersAction) -> None:
+    """Add `publish`; it sets `func(args) -> exit code`."""
     u = subparsers.add_parser(
         "publish",
         help="keep a run, its conformance results and its report as its device's reference",
@@ -178,9 +209,12 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run `report`/`compare` without the `hal` command (`python -m reports.cli`)."""
+    """Run `bench`/`report`/`compare`/`publish` without the `hal` command
+    (`python -m reports.cli`)."""
     parser = argparse.ArgumentParser(prog="python -m reports.cli")
-    register(parser.add_subparsers(dest="command", required=True))
+    sub = parser.add_subparsers(dest="command", required=True)
+    for register in (register_bench, register_report, register_compare, register_publish):
+        register(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -20,7 +20,7 @@ def test_devices_json_lists_every_backend(capsys):
 
 def test_devices_prints_install_hints_verbatim(capsys, monkeypatch):
     import hal
-    from hal.registry import Registry
+    from hal.runtime.registry import Registry
 
     class Missing(hal.Backend):
         name = "missing"
@@ -32,7 +32,7 @@ def test_devices_prints_install_hints_verbatim(capsys, monkeypatch):
     module.Missing = Missing
     monkeypatch.setitem(sys.modules, "hal_missing_plugin", module)
     point = EntryPoint("missing", "hal_missing_plugin:Missing", "hal.backends")
-    monkeypatch.setattr(hal.registry, "registry", Registry([point]))
+    monkeypatch.setattr(hal.runtime.registry, "registry", Registry([point]))
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["devices"]) == 0
     out = capsys.readouterr().out

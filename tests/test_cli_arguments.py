@@ -7,8 +7,7 @@ import argparse
 
 import pytest
 
-from benchmarks.cli import non_negative_float, positive_float, positive_int, probability
-from hal.cli import main
+from hal.cli import main, non_negative_float, positive_float, positive_int, probability
 
 BAD = [
     (["conformance", "--examples", "0"], "--examples", "at least 1"),

@@ -17,7 +17,7 @@ import pytest
 import hal
 from hal import conformance as kit
 from hal import ops
-from hal.registry import GROUP, Registry
+from hal.runtime.registry import GROUP, Registry
 
 PACKAGE = Path(__file__).parents[1] / "examples" / "numba-backend"
 ENTRY_POINT = "hal_numba:NumbaBackend"

@@ -19,7 +19,7 @@ import numpy as np
 
 from hal import dtypes as dt
 from hal import ops
-from hal.graph import Graph
+from hal.compile.graph import Graph
 
 from .. import fusion
 from .elementwise import DIVMOD

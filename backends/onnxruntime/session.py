@@ -24,10 +24,11 @@ import onnxruntime as ort
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
 import hal
-from hal import dispatch, passes
+from hal import dispatch
 from hal import dtypes as dt
-from hal.executable import Executable, label
-from hal.graph import Graph, Node
+from hal.compile import passes
+from hal.compile.executable import Executable, label
+from hal.compile.graph import Graph, Node
 from hal.tensor import Tensor
 
 OP_SESSIONS = 256  # one-op sessions a device keeps
@@ -201,16 +202,15 @@ class SessionExecutable:
     def __call__(self, *inputs: Tensor) -> list[Tensor]:
         """Output Tensors for input Tensors of the graph's input shapes and dtypes."""
         try:
-            natives = self.program.run([t._data for t in inputs])
+            natives = self.program.run([t.native for t in inputs])
         except Exception as e:
             raise hal.KernelError(
                 f"{self.device.name}: the ONNX Runtime session of a {len(self.graph.nodes)}-"
                 f"node graph raised {type(e).__name__}: {_first_line(e)}") from e
-        if dispatch._recorders:
+        if dispatch.recording():
             for name, dtype in self._labels:
-                for r in dispatch._recorders:
-                    r.records.append((name, self.device.name, dtype, self.how))
-        wrap, device = Tensor._wrap, self.device
+                dispatch.record(name, self.device.name, dtype, self.how)
+        wrap, device = Tensor.wrap, self.device
         return [wrap(native, device) for native in natives]
 
     def counts(self) -> Counter:

@@ -14,9 +14,8 @@ import math
 
 import numpy as np
 
+from hal import HalError, UnsupportedDType, ops
 from hal import dtypes as dt
-from hal import ops
-from hal.errors import HalError, UnsupportedDType
 
 from . import cltypes, complex_math, strided
 from .table import kernels, supported
@@ -85,9 +84,9 @@ def binary_expr(name: str, d: np.dtype) -> str:
 
 
 @functools.cache
-def _ipow(d) -> str:
+def ipow_helper(d) -> str:
     """A helper for integer powers by squaring, wrapping as numpy does. Negative exponents
-    never get here: dispatch refuses them first (the power op's domain in hal/ops.py)."""
+    never get here: dispatch refuses them first (the power op's domain, hal/ops/elementwise.py)."""
     t, u = cltypes.storage(d), cltypes.UNSIGNED[d]
     return (f"inline {t} ipow_{t}({t} b, {t} e) {{\n"
             f"  {u} r = 1, x = ({u})b, m = ({u})e;\n"
@@ -96,7 +95,7 @@ def _ipow(d) -> str:
 
 
 @functools.cache
-def _floor_division(d) -> str:
+def floor_division_helpers(d) -> str:
     """hal_floor_divide_T and hal_remainder_T: Python's floor division and modulo as numpy
     computes them. Integers: x // 0 and x % 0 are 0, MIN // -1 wraps to MIN (C's division
     would trap). Floats: numpy's npy_divmod (fmod, then the quotient rounded to the floor)."""
@@ -230,9 +229,9 @@ def _binary_kernel(name):
         if dt.is_complex(d):
             helpers = complex_math.helpers(d)
         elif name == "power" and dt.is_integer(d):
-            helpers = _ipow(d)
+            helpers = ipow_helper(d)
         elif name in ("floor_divide", "remainder"):
-            helpers = _floor_division(d)
+            helpers = floor_division_helpers(d)
         return prepare(device, name, binary_expr(name, d), [a, b],
                        ops.spec(name).meta(a, b)[1], helpers=helpers)
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from hal import dtypes as dt
 from hal import ops
-from hal.graph import REDUCTIONS, Graph, Node
+from hal.compile.graph import REDUCTIONS, Graph, Node
 
 from .. import fusion
 from . import cltypes, complex_math, elementwise, reduce
@@ -118,9 +118,9 @@ def _helpers(body: Graph, more=()) -> str:
         if dt.is_complex(d) and (node.op in complex_math.UNARY or node.op in complex_math.BINARY):
             found[complex_math.helpers(d)] = None
         elif node.op == "power" and dt.is_integer(d):
-            found[elementwise._ipow(d)] = None
+            found[elementwise.ipow_helper(d)] = None
         elif node.op in ("floor_divide", "remainder"):
-            found[elementwise._floor_division(d)] = None
+            found[elementwise.floor_division_helpers(d)] = None
         if node.dtype == dt.float16:
             found[_HALF_FROM_DOUBLE if d == dt.float64 else _HALF] = None
     return "".join(found)
@@ -321,12 +321,12 @@ def _reduce_kernel(device, body: Graph, found: fusion.Layout):
     kind, d = last.op, body.meta(last.inputs[0])[1]
     size = math.prod(found.shape[a] for a in found.reduced)
     n_out = math.prod(found.shape[a] for a in found.kept)
-    acc = reduce._acc_type(device, kind, d)
+    acc = reduce.acc_type(device, kind, d)
     if n_out < 64 and size >= 1 << 15:  # reduce.py's two-stage rule
         return _two_stages(device, body, found, acc, min(256, size // 4096))
     many = n_out >= (16 * device.cl_device.max_compute_units if device.is_cpu else 1024)
     group = 1 if size <= 64 or many else device.group_size()
-    source = reduce_source(body, found, reduce._Algebra(kind, d, acc, last.dtype), group, 1)
+    source = reduce_source(body, found, reduce.Algebra(kind, d, acc, last.dtype), group, 1)
     kernel = _kernel(device, source, len(body.inputs))
     if group == 1:
         return FusedKernel(device, kernel, _items(device, n_out))
@@ -339,7 +339,7 @@ def _two_stages(device, body: Graph, found: fusion.Layout, acc: np.dtype, parts:
     last, r = found.reduction, _reduction_index(body, found)
     n_out = math.prod(last.shape)
     head = Graph(body.inputs, body.nodes[:r + 1], body.constants, [("node", r)])
-    alg = reduce._Algebra(last.op, body.meta(last.inputs[0])[1], acc, acc)
+    alg = reduce.Algebra(last.op, body.meta(last.inputs[0])[1], acc, acc)
     source = reduce_source(head, fusion.layout(head), alg, 1, parts)
     first = FusedKernel(device, _kernel(device, source, len(body.inputs)),
                         _items(device, n_out * parts))

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pyopencl as cl
 
-from hal.errors import HalError
+from hal import HalError
 
 BASE_OPTIONS = ("-cl-fp32-correctly-rounded-divide-sqrt",)
 

@@ -44,7 +44,8 @@ def _offset_code(var: str, index: str, prefix: str, ndim: int) -> list[str]:
     return [*lines, "}"]
 
 
-def _acc_type(device, kind: str, d: np.dtype) -> np.dtype:
+def acc_type(device, kind: str, d: np.dtype) -> np.dtype:
+    """The dtype a reduction of `kind` over d accumulates in on this device."""
     if kind in ("max", "min"):
         return d
     if dt.is_integer(d) or dt.is_bool(d):
@@ -54,7 +55,7 @@ def _acc_type(device, kind: str, d: np.dtype) -> np.dtype:
     return dt.float64 if device.fp64 else dt.float32
 
 
-class _Algebra:
+class Algebra:
     """C snippets of one reduction: identity, map from input, combine, and final value."""
 
     def __init__(self, kind: str, d: np.dtype, acc: np.dtype, out: np.dtype):
@@ -146,18 +147,18 @@ def _plan(device, op, shape, d, kind, axis, keepdims, out_dtype, correction, div
                        [st[i] for i in range(ndim) if i not in red])
     rd, rs = _collapse([shape[i] for i in red], [st[i] for i in red])
     size = math.prod(rd)
-    acc = _acc_type(device, kind, d)
+    acc = acc_type(device, kind, d)
     if divisor is None:
         divisor = max(size - correction, 0) if kind == "var" else size  # numpy's rule
     dims = (kd, ks, rd, rs)
     if kind != "var" and n_out < 64 and size >= 1 << 15:
         parts = min(256, size // 4096)
-        first = _Algebra("sum" if kind == "mean" else kind, d, acc, acc)
+        first = Algebra("sum" if kind == "mean" else kind, d, acc, acc)
         final = _plan(device, op, (n_out, parts), acc, kind, 1, False, out_dtype, 0, divisor)
         return _Reduction(device, (n_out, parts), acc,
                           *_launch(device, op, first, dims, n_out, size, 1, parts),
                           then=(final, out_shape))
-    alg = _Algebra(kind, d, acc, out_dtype)
+    alg = Algebra(kind, d, acc, out_dtype)
     launch = _launch(device, op, alg, dims, n_out, size, divisor, 1) if n_out else (None, (), ())
     return _Reduction(device, out_shape, out_dtype, *launch)
 
@@ -176,7 +177,7 @@ def _launch(device, op, alg, dims, n_out, size, divisor, parts):
     return kernel, tail, (((n_out * group,), (group,), None),)
 
 
-def _source(alg: _Algebra, nkept: int, nred: int, group: int) -> str:
+def _source(alg: Algebra, nkept: int, nred: int, group: int) -> str:
     d, acc_t = alg.d, alg.ctype
     real = alg.real
     params = [f"__global {cltypes.storage(alg.out)} *out",

@@ -18,7 +18,7 @@ import time
 
 def register(subparsers) -> None:
     """Add `hal tune` to the hal command line (the `hal.commands` entry point)."""
-    from benchmarks.cli import positive_float, positive_int  # the hal command's shared types
+    from hal.cli import positive_float, positive_int  # the hal command's shared types
 
     p = subparsers.add_parser("tune", help="autotune TVM kernels (meta_schedule) for workloads")
     p.add_argument("--workload", action="append", metavar="NAME[:SHAPE]",
@@ -55,7 +55,7 @@ def tune(specs, device_name: str, trials: int, time_limit: float | None, console
     """Capture, tune and rebuild the kernels of `specs` (those not tuned yet, unless
     `more`); returns the run's summary."""
     import hal
-    from hal.errors import HalError
+    from hal import HalError
 
     from . import tuning, workloads
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hal import HalError
 from hal import dtypes as dt
-from hal.errors import HalError
 
 from . import schedule
 from .target import TargetInfo

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from tvm import te, tirx
 
 from hal import ops, shapes
-from hal.graph import REDUCTIONS, Graph, Node
+from hal.compile.graph import REDUCTIONS, Graph, Node
 
 from . import elementwise as ew
 from . import reduce

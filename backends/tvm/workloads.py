@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import hal
-from hal.errors import HalError
+from hal import HalError
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def _ort_sessions(batch: int) -> dict:
 
 def _ort_run(precision: str):
     def run(ids: hal.Tensor, mask: hal.Tensor) -> hal.Tensor:
-        science._on_host(ids.device)
+        science.on_host(ids.device)
         session = _ort_sessions(ids.shape[0])[precision]
         out = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0]
         return hal.asarray(out, device=ids.device)

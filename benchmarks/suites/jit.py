@@ -83,11 +83,11 @@ class JitCase:
         made = functools.cache(lambda dtype: self.peer(name, dtype))
 
         def run(*tensors: hal.Tensor) -> hal.Tensor:
-            science._on_host(tensors[0].device)
+            science.on_host(tensors[0].device)
             arrays = [t.numpy() for t in tensors]
             return hal.asarray(np.asarray(made(arrays[0].dtype)(*arrays)), device=tensors[0].device)
 
-        params = science._peer_params(name, {**self.params, "mode": PEER_MODES[name]})
+        params = science.peer_params(name, {**self.params, "mode": PEER_MODES[name]})
         return self._workload(name, params, run)
 
 
@@ -104,7 +104,7 @@ def compiling_peer(name: str) -> peers.Peer:
 # -- KdV ----------------------------------------------------------------------------------------
 def kdv_case(steps: int = science.KDV_STEPS) -> JitCase:
     """`steps` ETDRK4 steps of Kassam-Trefethen from the exact u(0) (the step is compiled)."""
-    problem = science._kdv_problem(steps)
+    problem = science.kdv_problem(steps)
 
     def make(device, dtype, compile):
         solver = kdv.KdVSolver(problem, dtype, device)
@@ -123,7 +123,7 @@ def kdv_case(steps: int = science.KDV_STEPS) -> JitCase:
 
     # the max-norm error limit is 1e-6 in float64 (the published figure)
     return JitCase("kdv_kt", {"N": problem.n, "steps": steps, "dt": problem.dt}, ("float64",),
-                   science._kdv_build(problem, steps), lambda u0: problem.exact(problem.t_end),
+                   science.kdv_build(problem, steps), lambda u0: problem.exact(problem.t_end),
                    make, peer, tolerance_scale=1e4)
 
 

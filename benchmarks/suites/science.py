@@ -32,7 +32,7 @@ KDV_STEPS = 200
 NS_VISCOSITY, NS_DT = 1e-3, 1e-3
 
 
-def _on_host(device) -> None:
+def on_host(device) -> None:
     """Peers compute on the host: measure them once, under the cpu backend."""
     if device.backend.name != "cpu":
         raise hal.UnsupportedOp(
@@ -40,7 +40,7 @@ def _on_host(device) -> None:
         )
 
 
-def _peer_params(name: str, params: dict) -> dict:
+def peer_params(name: str, params: dict) -> dict:
     """params with the peer's name and installed version (read without importing it)."""
     return {**params, "peer": peers.version_label(name)}
 
@@ -53,11 +53,11 @@ def fft_peer(kind: str, shape: tuple[int, ...], name: str) -> Workload:
                                                                          kind)))
 
     def run(x: hal.Tensor) -> hal.Tensor:
-        _on_host(x.device)
+        on_host(x.device)
         peer = peers.load(name)
         return hal.asarray(peer.numpy(transform()(peer.asarray(x.numpy()))))
 
-    params = _peer_params(name, base.params)
+    params = peer_params(name, base.params)
     return Workload(
         f"{kind}[{name}]",
         params,
@@ -70,12 +70,14 @@ def fft_peer(kind: str, shape: tuple[int, ...], name: str) -> Workload:
 
 
 # -- KdV ------------------------------------------------------------------------------
-def _kdv_problem(steps: int) -> kdv.KdVProblem:
+def kdv_problem(steps: int) -> kdv.KdVProblem:
+    """Kassam and Trefethen's KdV problem run for `steps` steps."""
     kt = kdv.KASSAM_TREFETHEN
     return kt.with_horizon(steps * kt.dt, f"{kt.name}-{steps}-steps")
 
 
-def _kdv_build(problem: kdv.KdVProblem, steps: int):
+def kdv_build(problem: kdv.KdVProblem, steps: int):
+    """The case builder of a KdV solve of `steps` steps (per dtype)."""
     def build(dtype: np.dtype) -> Case:
         n = problem.n
         flops = steps * 4 * 2 * 2.5 * n * math.log2(n)  # 4 rfft/irfft pairs per step
@@ -86,11 +88,11 @@ def _kdv_build(problem: kdv.KdVProblem, steps: int):
 
 def kdv_workloads(steps: int = KDV_STEPS, name: str | None = None) -> list[Workload]:
     """The Kassam-Trefethen problem for `steps` steps, in hal (or in peer `name`)."""
-    problem = _kdv_problem(steps)
+    problem = kdv_problem(steps)
     params = {"N": problem.n, "steps": steps, "dt": problem.dt}
     label = "kdv_kt" if name is None else f"kdv_kt[{name}]"
     if name is not None:
-        params = _peer_params(name, params)
+        params = peer_params(name, params)
     out = []
     # max-norm error limits: 1e-6 in float64 (the published figure), 1e-3 in float32
     for dtype, scale in (("float64", 1e4), ("float32", 10.0)):
@@ -106,7 +108,7 @@ def kdv_workloads(steps: int = KDV_STEPS, name: str | None = None) -> list[Workl
         def run(u0: hal.Tensor, solver=solver, runner=runner) -> hal.Tensor:
             if name is None:
                 return solver(u0.device).run(steps, u0)
-            _on_host(u0.device)
+            on_host(u0.device)
             return hal.asarray(runner()(u0.numpy()))
 
         out.append(
@@ -114,7 +116,7 @@ def kdv_workloads(steps: int = KDV_STEPS, name: str | None = None) -> list[Workl
                 label,
                 params,
                 (dtype,),
-                _kdv_build(problem, steps),
+                kdv_build(problem, steps),
                 run,
                 lambda u0: problem.exact(problem.t_end),
                 tolerance_scale=scale,
@@ -150,7 +152,7 @@ def ns_workload(n: int, steps: int, name: str | None = None) -> Workload:
         real = "float32" if state.dtype == hal.complex64 else "float64"
         if name is None:
             return solvers(state.device, real).run(state, steps)
-        _on_host(state.device)
+        on_host(state.device)
         peer = peers.load(name)
         step = steppers(real)
         x = peer.asarray(state.numpy())
@@ -168,7 +170,7 @@ def ns_workload(n: int, steps: int, name: str | None = None) -> Workload:
     params = {"N": n, "steps": steps, "dt": NS_DT, "nu": NS_VISCOSITY}
     label = "navier_stokes" if name is None else f"navier_stokes[{name}]"
     if name is not None:
-        params = _peer_params(name, params)
+        params = peer_params(name, params)
     return Workload(label, params, REALS, build, run, reference)
 
 

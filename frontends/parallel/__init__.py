@@ -20,7 +20,8 @@
 
 from .annotate import forward, parallel, parallelize, placements
 from .data_parallel import DataParallel
-from .dtensor import DTensor, distribute, redistribute
+from .distribute import distribute
+from .dtensor import DTensor, redistribute
 from .mesh import Mesh, MPIGroup
 from .placement import Partial, Replicate, Shard
 

@@ -25,7 +25,8 @@ from collections.abc import Mapping
 import hal
 from hal import HalError, ShapeError, Tensor
 
-from .dtensor import DTensor, distribute, redistribute
+from .distribute import distribute
+from .dtensor import DTensor, redistribute
 from .placement import Placement, Replicate, Shard
 
 SPLIT = "parallel_split_dim"  # the annotation's attribute on a layer or layer class

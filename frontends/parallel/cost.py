@@ -38,8 +38,7 @@ from mpi4py.util import dtlib
 from scipy.optimize import nnls
 from tabulate import tabulate
 
-from hal.errors import HalError
-from hal.settings import settings
+from hal import HalError, settings
 
 ALGORITHMS = ("allreduce", "rs_ag", "hierarchical")
 COLLECTIVES = {

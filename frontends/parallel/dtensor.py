@@ -1,7 +1,7 @@
 """DTensor: a global tensor held as this rank's local tensor and a placement over a group.
 
 A DTensor is a hal Tensor whose `shape` is the global shape, so every op's shape rule
-sees the single-device program. Inside `distribute()` an interpreter (`Distribute`) sits
+sees the single-device program. Inside `distribute()` (distribute.py) an interpreter sits
 innermost on hal's dispatch stack: an op with a DTensor operand is handed to the
 propagation rules (`rules.py`), which choose the placements, move operands with
 collectives (`redistribute`) and call the op on the local tensors. Those local calls go
@@ -16,12 +16,8 @@ R->S split_to_group (a local slice whose VJP all-gathers).
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 import hal
 from hal import HalError, Tensor
-from hal.dispatch import Interpreter, interpret
 
 from .placement import Partial, Placement, Replicate, Shard
 
@@ -41,7 +37,7 @@ class DTensor(Tensor):
             d = placement.dim
             shape = (*shape[:d], shape[d] * size(group), *shape[d + 1:])
         t = object.__new__(cls)
-        t._data = None
+        t.native = None
         t.local, t.placement, t.group = local, placement, group
         t.shape, t.dtype, t.device = shape, local.dtype, local.device
         return t
@@ -90,7 +86,7 @@ def enter(local: Tensor, group: str) -> Tensor:
     """`copy_to_group(local)` (Megatron's f), once per replicated tensor in a `distribute()`
     block, so that all its split uses share one all_reduce of their cotangents (one for the
     query, key and value projections of one input, not three)."""
-    entered = _ACTIVE[-1].entered if _ACTIVE else {}
+    entered = ENTERED[-1] if ENTERED else {}
     found = entered.get((id(local), group))
     if found is None or found[0] is not local:
         found = entered[(id(local), group)] = (
@@ -98,32 +94,5 @@ def enter(local: Tensor, group: str) -> Tensor:
     return found[1]
 
 
-class Distribute(Interpreter):
-    """The innermost interpreter inside `distribute()`: ops on DTensors go to the rules."""
-
-    def __init__(self):
-        self.entered: dict[tuple[int, str], tuple[Tensor, Tensor]] = {}
-
-    def process(self, spec, device, args, params, out):
-        """Ops without a DTensor operand pass below; the others are propagated."""
-        for a in args:
-            if type(a) is DTensor:
-                from .rules import propagate
-
-                return propagate(spec, args, params, out), "distributed"
-        return self.below.process(spec, device, args, params, out)
-
-
-@contextlib.contextmanager
-def distribute() -> Iterator[None]:
-    """Inside the block, ops on DTensors run as their distributed programs."""
-    interpreter = Distribute()
-    _ACTIVE.append(interpreter)
-    try:
-        with interpret(interpreter):
-            yield
-    finally:
-        _ACTIVE.remove(interpreter)
-
-
-_ACTIVE: list[Distribute] = []
+ENTERED: list[dict[tuple[int, str], tuple[Tensor, Tensor]]] = []
+"""Per open `distribute()` block: (id of a local tensor, group) -> (it, its copy_to_group)."""

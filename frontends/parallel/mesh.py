@@ -35,7 +35,7 @@ import numpy as np
 
 import hal
 from hal import dtypes
-from hal.shapes import axis as _axis
+from hal.ops.shapes import axis as _axis
 
 _MESHES = itertools.count()  # meshes are created collectively, so every rank numbers alike
 _ABORT_STATUS = 3

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from tabulate import tabulate
 
-from hal.errors import HalError
+from hal import HalError
 
 from .cost import CostModel
 

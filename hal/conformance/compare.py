@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as dt
+from ..runtime import dtypes as dt
 
 
 def mismatch(actual: np.ndarray, expected: np.ndarray, tolerance: tuple[float, float],

@@ -20,12 +20,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .. import dtypes as dt
 from .. import ops
-from ..device import Device
 from ..dispatch import call, fallback_policy, placement
-from ..errors import HalError, KernelError, UnsupportedDType
-from ..registry import registry
+from ..runtime import dtypes as dt
+from ..runtime.device import Device
+from ..runtime.errors import HalError, KernelError, UnsupportedDType
+from ..runtime.registry import registry
 from ..tensor import Tensor
 from .compare import mismatch
 from .strategies import Case, cases, large_cases

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .. import dtypes as dt
 from .. import ops
+from ..runtime import dtypes as dt
 from .kit import FAIL, FALLBACK, PASS, UNSUPPORTED, Cell, Report
 
 SYMBOLS = {PASS: "[green]✓[/]", FAIL: "[bold red]✗[/]", FALLBACK: "[yellow]F[/]",

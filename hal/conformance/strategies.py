@@ -20,8 +20,9 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from .. import dtypes as dt
-from .. import ops, shapes
+from .. import ops
+from ..ops import shapes
+from ..runtime import dtypes as dt
 
 
 @dataclass
@@ -420,7 +421,7 @@ def _uniform(rng: np.random.Generator, d: np.dtype, shape: tuple, limit: int) ->
     return rng.uniform(-limit, limit, shape).astype(d)
 
 
-# -- Array API additions (hal/ops.py's section of that name): their input families ---------
+# -- Array API additions (predicates, search, sort, scan, take, clip): input families -----
 _SPECIAL_OK |= {"isnan", "isinf", "isfinite", "all", "any", "argmax", "argmin", "sort",
                 "argsort", "cumulative_sum", "clip"}
 

@@ -24,10 +24,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .. import dtypes as dt
-from .. import ops, passes, shapes
-from ..errors import HalError, UnsupportedOp
-from ..graph import FUSED, Graph
+from .. import ops
+from ..compile import passes
+from ..compile.graph import FUSED, Graph
+from ..ops import shapes
+from ..runtime import dtypes as dt
+from ..runtime.errors import HalError, UnsupportedOp
 
 OPSET = 20
 """The default ONNX opset; 17 and later are supported."""
@@ -41,7 +43,7 @@ def export(fn_or_graph, *example_args, path=None, opset: int = OPSET, input_name
     """The ONNX model of a hal.Graph, a hal.jit function or a plain function of Tensors
     (traced on the example arguments), constants folded, common subexpressions and dead
     code removed, composites kept whole; written to `path` when given."""
-    from ..jit import Jitted, jit
+    from ..compile.jit import Jitted, jit
 
     if isinstance(fn_or_graph, Graph):
         graph = fn_or_graph

@@ -22,15 +22,16 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper
 
-from .. import dtypes as dt
 from .. import functions as F
-from .. import nn, passes
+from .. import nn
+from ..compile import passes, pipeline
+from ..compile.graph import Graph
+from ..compile.trace import Trace, Tracer
 from ..dispatch import interpret
-from ..errors import HalError, ShapeError, UnsupportedDType, UnsupportedOp
-from ..graph import Graph
-from ..registry import resolve_device
+from ..runtime import dtypes as dt
+from ..runtime.errors import HalError, ShapeError, UnsupportedDType, UnsupportedOp
+from ..runtime.registry import resolve_device
 from ..tensor import Tensor
-from ..trace import Trace, Tracer
 
 _MIN_OPSET = 11
 """The oldest ONNX opset `load` reads."""
@@ -116,7 +117,7 @@ class Model:
                                f"({', '.join(sorted({t.device.name for t in tensors}))}); "
                                "move them to one with .to(device)")
             graph = self.graph(*tensors, device=device)
-            executable = self._compiled[key] = device.backend.compile(graph, device)
+            executable = self._compiled[key] = pipeline.compile(graph, device)
         return list(executable(*tensors))
 
     __call__ = run

@@ -113,8 +113,8 @@ def test_fused_multiply_add(benchmark, dev, impl):
     else:
         ta, tb, tc = (hal.asarray(h, device=dev) for h in (a, b, c))
         if impl == "opencl fused":
-            benchmark(_synced(dev, elementwise.fused, dev, "a0 * a1 + a2", ta._data, tb._data,
-                              tc._data))
+            benchmark(_synced(dev, elementwise.fused, dev, "a0 * a1 + a2", ta.native, tb.native,
+                              tc.native))
         else:
             benchmark(_synced(dev, lambda: ta * tb + tc))
     benchmark.extra_info["gbps"] = 4 * 4 * FUSED_N / benchmark.stats.stats.median / 1e9
@@ -138,13 +138,13 @@ def _launch_gemm(dev, kernel, a):
 
 @pytest.mark.benchmark(group="matmul kernel: first call (build) vs cached")
 def test_first_call_builds(benchmark, dev):
-    a = hal.ones((64, 64), dtype="float32", device=dev)._data
+    a = hal.ones((64, 64), dtype="float32", device=dev).native
     benchmark.pedantic(lambda: _launch_gemm(dev, dev.build("bench", _gemm_source(), "gemm"), a),
                        rounds=5, iterations=1)
 
 
 @pytest.mark.benchmark(group="matmul kernel: first call (build) vs cached")
 def test_cached_call(benchmark, dev):
-    a = hal.ones((64, 64), dtype="float32", device=dev)._data
+    a = hal.ones((64, 64), dtype="float32", device=dev).native
     source = _gemm_source()
     benchmark(lambda: _launch_gemm(dev, dev.build("bench", source, "gemm"), a))

@@ -19,7 +19,7 @@ import pytest
 
 import hal
 from backends import cpu_fused
-from hal.graph import Graph, Node
+from hal.compile.graph import Graph, Node
 
 ROOT = Path(__file__).resolve().parents[2]
 rng = np.random.default_rng(7)
@@ -378,7 +378,7 @@ def test_import_and_one_node_groups_do_not_import_numba(tmp_path):
         import sys
         import numpy as np
         import hal
-        from hal.graph import Graph, Node
+        from hal.compile.graph import Graph, Node
         dev = hal.device("cpu")
         f8 = np.dtype("f8")
         body = Graph([((3,), f8)], [Node("exp", (("input", 0),), {}, (3,), f8)], [],
@@ -394,7 +394,7 @@ def test_a_second_process_loads_the_compiled_code_from_disk(tmp_path):
     code = """
         import numpy as np
         import hal
-        from hal.graph import Graph, Node
+        from hal.compile.graph import Graph, Node
         dev = hal.device("cpu")
         f8 = np.dtype("f8")
         body = Graph([((4,), f8), ((4,), f8)],

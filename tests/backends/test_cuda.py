@@ -422,12 +422,12 @@ def test_dlpack_zero_copy_with_cupy(dev):
     with cupy.cuda.Device(0):
         c = cupy.arange(12, dtype=cupy.float32).reshape(3, 4)
     t = hal.from_dlpack(c, device=dev)
-    assert t._data.data.ptr == c.data.ptr and t.shape == (3, 4)
+    assert t.native.data.ptr == c.data.ptr and t.shape == (3, 4)
     back = cupy.from_dlpack(t)
     assert back.data.ptr == c.data.ptr
     np.testing.assert_array_equal(t.numpy(), np.arange(12, dtype=np.float32).reshape(3, 4))
     host = hal.from_dlpack(np.ones(3, np.float64), device=dev)  # a host producer is copied
-    assert isinstance(host._data, cupy.ndarray)
+    assert isinstance(host.native, cupy.ndarray)
 
 
 @gpu
@@ -437,7 +437,7 @@ def test_dlpack_zero_copy_with_torch(dev):
         pytest.skip("torch has no CUDA here")
     x = torch.arange(10, dtype=torch.float32, device="cuda:0")
     t = hal.from_dlpack(x, device=dev)
-    assert t._data.data.ptr == x.data_ptr()
+    assert t.native.data.ptr == x.data_ptr()
     y = torch.from_dlpack(hal.exp(t))
     assert y.device.type == "cuda" and torch.allclose(y, torch.exp(x))
 
@@ -464,7 +464,7 @@ def test_compile_error_names_the_op_and_carries_the_log(dev):
     broken = cupy.ElementwiseKernel("T x", "T y", "y = x +* ;", "hal_broken")
     x = hal.asarray(np.ones(4, np.float32), device=dev)
     with pytest.raises(CudaCompileError, match="gelu on cuda:0") as info:
-        dev.launch("gelu", broken, (x._data,), {})
+        dev.launch("gelu", broken, (x.native,), {})
     assert "error" in info.value.log and info.value.log in str(info.value)
 
 
@@ -479,5 +479,5 @@ def test_unsupported_dtype_and_other_gpus(dev):
     with pytest.raises(hal.HalError, match="different devices"):
         hal.add(a, b)
     moved = a.to("cuda:1")
-    assert moved._data.device.id == 1
+    assert moved.native.device.id == 1
     np.testing.assert_array_equal(hal.add(moved, b).numpy(), np.full(3, 2, np.float32))

@@ -21,8 +21,8 @@ import pytest
 import hal
 from backends import fusion
 from backends.cuda import graph_kernels
+from hal.compile.graph import Graph, Node
 from hal.conformance.compare import mismatch
-from hal.graph import Graph, Node
 
 F16, F32, F64 = hal.float16, hal.float32, hal.float64
 C64, C128, I8, I32, B = hal.complex64, hal.complex128, hal.int8, hal.int32, hal.bool
@@ -266,7 +266,7 @@ def test_compiled_kernel_on_the_gpu(make):
     fn = dev.backend.compile_fused(body, dev)
     assert fn is not None and fn.takes_out
     assert dev.backend.compile_fused(body, dev) is fn  # compiled once per body
-    natives = [hal.asarray(h, device=dev)._data for h in host]
+    natives = [hal.asarray(h, device=dev).native for h in host]
     out = dev.empty(body.nodes[-1].shape, body.nodes[-1].dtype)
     assert fn(*natives, out=out) is out
     _expect(body, host, dev.download(out), dev)

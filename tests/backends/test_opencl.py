@@ -211,10 +211,10 @@ def test_where_complex_and_activations(dev):
 def test_fused_chain_is_one_kernel(dev):
     a, b, c = (_data((64, 33), "float32") for _ in range(3))
     ta, tb, tc = (_on(dev, h) for h in (a, b, c))
-    out = elementwise.fused(dev, "a0 * a1 + a2", ta._data, tb._data, tc._data)
+    out = elementwise.fused(dev, "a0 * a1 + a2", ta.native, tb.native, tc.native)
     np.testing.assert_allclose(dev.download(out), a * b + c, rtol=1e-6, atol=1e-6)  # fma
     with pytest.raises(hal.UnsupportedDType, match="one dtype"):
-        elementwise.fused(dev, "a0 + a1", ta._data, _on(dev, a.astype(np.float64))._data)
+        elementwise.fused(dev, "a0 + a1", ta.native, _on(dev, a.astype(np.float64)).native)
 
 
 def test_empty_and_size_one_axes(dev):
@@ -442,7 +442,7 @@ def test_fft_global_memory_passes(dev):
     x = _data((3, 2048), "complex64")
     plan = fft.Plan(dev, 2048, dt.complex64)
     plan.local = False
-    out = dev.download(plan.run(_on(dev, x)._data, 1, fft.FORWARD, 1.0))
+    out = dev.download(plan.run(_on(dev, x).native, 1, fft.FORWARD, 1.0))
     assert not mismatch(out, np.fft.fft(x).astype(np.complex64), (2e-5, 0),
                         np.full(1, np.abs(x).sum()))
 

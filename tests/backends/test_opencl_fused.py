@@ -12,8 +12,8 @@ import pytest
 
 import hal
 from hal import dtypes as dt
+from hal.compile.graph import Graph, Node
 from hal.conformance.compare import mismatch
-from hal.graph import Graph, Node
 
 pytest.importorskip("pyopencl")
 if not hal.backend("opencl").is_available():
@@ -45,7 +45,7 @@ def _run(dev, body, *host, loosen=1.0):
     assert fn is not None, "the body was declined"
     tensors = [hal.asarray(h, device=dev) for h in host]
     expected = body.run(*tensors)[0].numpy()
-    natives = [t._data for t in tensors]
+    natives = [t.native for t in tensors]
     last = body.nodes[-1]
     if getattr(fn, "takes_out", False):
         out = dev.empty(last.shape, last.dtype)
@@ -267,7 +267,7 @@ def test_reduce_bodies_with_an_epilogue(dev, shape, d, kind, axis, keepdims, ext
     assert type(fn).__name__ == split
     tensors = [hal.asarray(h, device=dev) for h in host]
     out = dev.empty(body.nodes[-1].shape, f32)
-    assert fn(*[t._data for t in tensors], out=out) is out
+    assert fn(*[t.native for t in tensors], out=out) is out
     got, want = dev.download(out), _on_cpu(body, host)
     assert got.shape == want.shape == body.nodes[-1].shape
     rtol, atol = max(hal.ops.spec(n.op).tolerance_for(n.dtype) for n in body.nodes)
@@ -290,7 +290,7 @@ def test_integer_sum_with_a_floor_divide_epilogue(dev):
     host = [RNG.integers(-128, 128, (6, 50)).astype(i8), q]
     fn = dev.backend.compile_fused(body, dev)
     out = dev.empty((50,), dt.int64)
-    fn(*[hal.asarray(h, device=dev)._data for h in host], out=out)
+    fn(*[hal.asarray(h, device=dev).native for h in host], out=out)
     with np.errstate(divide="ignore"):
         want = _on_cpu(body, host)
     np.testing.assert_array_equal(dev.download(out), want)

@@ -249,7 +249,7 @@ def test_damaged_cache_file_is_rebuilt(tmp_path, dev):
     assert again.schedule == "default" and again.path == first.path
     x = hal.asarray(np.ones(8, np.float32), device=dev)
     out = dev.empty((8,), np.dtype("float32"))
-    again.function(x._data.tensor, out.tensor)
+    again.function(x.native.tensor, out.tensor)
     np.testing.assert_allclose(out.tensor.numpy(), np.e, rtol=1e-6)
 
 

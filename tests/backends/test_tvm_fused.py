@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import hal
-from hal.graph import Graph, Node
+from hal.compile.graph import Graph, Node
 
 pytest.importorskip("tvm")
 
@@ -185,7 +185,7 @@ def _tolerance(body: Graph) -> tuple[float, float]:
 def _check(dev, body: Graph, arrays, reference: str = "cpu") -> None:
     fn = dev.backend.compile_fused(body, dev)
     assert fn is not None
-    natives = [hal.asarray(a, device=dev)._data for a in arrays]
+    natives = [hal.asarray(a, device=dev).native for a in arrays]
     got = fn(*natives)
     assert got.shape == body.nodes[-1].shape and got.dtype == body.nodes[-1].dtype
     want = _reference(body, arrays, reference)
@@ -207,7 +207,7 @@ def test_fused_kernel_writes_out_and_is_compiled_once(dev):
     assert dev.compiler.builds == builds
     assert fn.takes_out and again.takes_out
     out = dev.empty((4, 33), F32)
-    natives = [hal.asarray(a, device=dev)._data for a in arrays]
+    natives = [hal.asarray(a, device=dev).native for a in arrays]
     assert again(*natives, out=out) is out
     np.testing.assert_array_equal(out.tensor.numpy(), fn(*natives).tensor.numpy())
     assert np.isnan(out.tensor.numpy()[1, 3]) and np.isnan(out.tensor.numpy()[0, 7])
@@ -266,14 +266,14 @@ def test_fused_body_matches_the_tvm_kernels_op_by_op(dev, make):
 def test_second_process_loads_the_fused_kernel_from_disk(tmp_path):
     code = textwrap.dedent("""
         import json, numpy as np, hal
-        from hal.graph import Graph, Node
+        from hal.compile.graph import Graph, Node
         d, f32 = hal.device("tvm:0"), hal.float32
         body = Graph([((100,), f32)], [Node("exp", (("input", 0),), {}, (100,), f32),
                                        Node("multiply", (("node", 0), ("const", 0)), {},
                                             (100,), f32)],
                      [hal.asarray(np.float32(3), device=d)], [("node", 1)])
         x = hal.asarray(np.linspace(-1, 1, 100, dtype=np.float32), device=d)
-        y = d.backend.compile_fused(body, d)(x._data).tensor.numpy()
+        y = d.backend.compile_fused(body, d)(x.native).tensor.numpy()
         print(json.dumps({"builds": d.compiler.builds, "y": y.tolist()}))
     """)
     env = {**os.environ, "HAL_CACHE_DIR": str(tmp_path)}

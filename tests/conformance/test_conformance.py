@@ -19,7 +19,7 @@ import hal
 from hal import conformance as kit
 from hal import ops
 from hal.conformance.strategies import large_cases
-from hal.registry import registry
+from hal.runtime.registry import registry
 
 pytestmark = pytest.mark.filterwarnings("error::hal.PluginWarning")  # a broken plugin fails
 

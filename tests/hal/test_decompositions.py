@@ -14,7 +14,7 @@ import hal
 from hal import ops
 from hal.conformance.compare import mismatch
 from hal.conformance.strategies import cases
-from hal.dispatch import _decompositions
+from hal.dispatch import decomposition_of
 
 COMPOSITES = [(s, d) for s in ops.specs() if s.kind == ops.COMPOSITE for d in s.dtypes]
 
@@ -22,7 +22,7 @@ COMPOSITES = [(s, d) for s in ops.specs() if s.kind == ops.COMPOSITE for d in s.
 @pytest.mark.parametrize(("spec", "dtype"), COMPOSITES,
                          ids=[f"{s.name}-{d.name}" for s, d in COMPOSITES])
 def test_decomposition_matches_reference(spec, dtype, cpu):
-    decompose = _decompositions[spec.name]
+    decompose = decomposition_of(spec.name)
 
     @settings(max_examples=15, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
@@ -42,5 +42,5 @@ def test_decomposition_matches_reference(spec, dtype, cpu):
 
 def test_every_composite_has_a_decomposition():
     missing = [s.name for s in ops.specs() if s.kind == ops.COMPOSITE
-               and s.name not in _decompositions]
+               and decomposition_of(s.name) is None]
     assert missing == []

@@ -9,7 +9,7 @@ import pytest
 
 import hal
 from backends.null import NullBackend
-from hal.device import size_class
+from hal.runtime.memory import size_class
 
 
 def small_null(memory_bytes: int):

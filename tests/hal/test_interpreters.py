@@ -10,7 +10,7 @@ import pytest
 
 import hal
 from hal import dispatch
-from hal.trace import Tracer, trace
+from hal.compile.trace import Tracer, trace
 
 
 class Counting(dispatch.Interpreter):
@@ -35,7 +35,7 @@ def test_innermost_interpreter_sees_each_op_with_its_computed_result_shape(cpu):
     np.testing.assert_array_equal(y.numpy(), [6.0, 6.0])
     assert log == [("op", "multiply", ((2, 3), np.dtype("float64"))),
                    ("op", "sum", ((2,), np.dtype("float64")))]
-    assert dispatch._stack == [dispatch.EAGER]
+    assert dispatch.interpreters() == (dispatch.EAGER,)
 
 
 def test_composites_announce_their_decomposition_outermost_first(null):

@@ -10,8 +10,8 @@ import pytest
 import hal
 from backends.cpu import CpuBackend
 from frontends import autograd as ag
-from hal import passes
-from hal.graph import FUSED, Graph
+from hal.compile import passes
+from hal.compile.graph import FUSED, Graph
 
 
 def _x(n=6, dtype=np.float64, device="cpu", lo=0.1):

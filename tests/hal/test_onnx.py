@@ -204,7 +204,7 @@ def test_fused_nodes_export_as_their_bodies():
     def f(a):
         return hal.sum(hal.exp(a) * 2.0 + a, axis=1), hal.tanh(a) - 1.0
 
-    graph = hal.passes.fuse(hal.jit(f).graph(x))
+    graph = hal.compile.passes.fuse(hal.jit(f).graph(x))
     assert graph.op_counts() == {"fused": 2}
     model = hal.onnx.to_onnx(graph, input_names=["x"], output_names=["s", "t"])
     assert [n.op_type for n in model.graph.node] == ["Exp", "Mul", "Add", "ReduceSum", "Tanh",

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import hal
-from hal.registry import GROUP, Registry
+from hal.runtime.registry import GROUP, Registry
 
 
 @pytest.fixture
@@ -155,8 +155,8 @@ def failing(monkeypatch):
                      exits_at_import="hal_failing_plugins:exits_at_import",
                      **{name: f"hal_failing_plugins:{name}" for name in classes})
     registry = Registry(points)
-    monkeypatch.setattr(hal.registry, "registry", registry)
-    monkeypatch.setattr(hal.registry, "_default", [])
+    monkeypatch.setattr(hal.runtime.registry, "registry", registry)
+    monkeypatch.setattr(hal.runtime.registry, "_default", [])
     monkeypatch.setattr(hal.settings, "backends", tuple(sorted(classes)))  # ahead of cpu
     return registry
 

@@ -10,7 +10,7 @@ import pytest
 from frontends.parallel import planner
 from frontends.parallel.cost import ALGORITHMS, CostModel, fit
 from frontends.parallel.planner import ClusterSpec, ModelSpec, project, ring
-from hal.errors import HalError
+from hal import HalError
 
 # ---------------------------------------------------------------- the alpha-beta model
 
@@ -110,7 +110,7 @@ def test_run_every_algorithm_sums_over_ranks(run_ranks):
     out = run_ranks(2, '''
         import numpy as np
         from frontends.parallel.cost import ALGORITHMS, run
-        from hal.errors import HalError
+        from hal import HalError
         comm = MPI.COMM_WORLD
         alone = comm.Split(comm.rank, 0)  # one rank per "node": two leaders all-reduce
         cases = {"f64": lambda r: np.random.default_rng(r).standard_normal((3, 7)),

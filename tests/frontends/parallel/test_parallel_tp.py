@@ -16,7 +16,8 @@ import hal
 from frontends import nn
 from frontends.autograd import value_and_grad
 from frontends.parallel.annotate import forward, parallel, parallelize, placements
-from frontends.parallel.dtensor import DTensor, distribute, redistribute
+from frontends.parallel.distribute import distribute
+from frontends.parallel.dtensor import DTensor, redistribute
 from frontends.parallel.mesh import Mesh
 from frontends.parallel.placement import Partial, Replicate, Shard
 

@@ -11,7 +11,7 @@ import hal
 from frontends import quant
 from frontends.nn import Layer, Linear
 from hal.conformance.compare import mismatch
-from hal.dispatch import _decompositions
+from hal.dispatch import decomposition_of
 
 RNG = np.random.default_rng(5)
 REFERENCE = hal.ops.spec("quantized_linear").reference
@@ -109,7 +109,7 @@ def test_quantized_linear_decomposition_eager_and_jitted(backend, x_shape):
     b = RNG.standard_normal(8).astype(np.float32)
     args = [hal.asarray(a, device=device) for a in (x, w, ws, b)]
     expected = REFERENCE(x, w, ws, b)
-    decompose = _decompositions["quantized_linear"]
+    decompose = decomposition_of("quantized_linear")
     assert np.array_equal(decompose(*args).numpy(), expected)  # int32 exact, float32 same steps
     jitted = hal.jit(decompose)(*args).numpy()
     public = hal.jit(hal.nn.quantized_linear)(*args).numpy()
@@ -123,7 +123,7 @@ def test_quantized_linear_decomposition_constant_input_takes_scale_one(cpu):
     x = hal.zeros((3, 4), dtype=hal.float32)
     w = hal.asarray(RNG.integers(-128, 128, (4, 2)).astype(np.int8))
     ws = hal.asarray(np.ones(2, np.float32))
-    out = hal.jit(_decompositions["quantized_linear"])(x, w, ws).numpy()
+    out = hal.jit(decomposition_of("quantized_linear"))(x, w, ws).numpy()
     assert np.array_equal(out, np.zeros((3, 2), np.float32))
 
 

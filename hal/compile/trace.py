@@ -2,11 +2,11 @@
 
 `trace(fn, *args)` pushes a `Trace` interpreter on the dispatch stack and calls fn with
 `Tracer`s in place of its tensor arguments. Every op fn calls is prepared as usual
-(devices, promotion, the op's shape/dtype rule) and then recorded as a `hal.graph.Node`
+(devices, promotion, the op's shape/dtype rule) and then recorded as a `graph.Node`
 instead of run; its result is a Tracer that carries only shape, dtype and device.
 Composites are recorded whole (a backend may fuse or decompose them later). Concrete
 tensors fn touches (captured values, scalar constants) become the trace's constants.
-`Trace.graph(outputs)` is the recorded function as a `hal.graph.Graph`.
+`Trace.graph(outputs)` is the recorded function as a `graph.Graph`.
 
 A Tracer has no values: converting one to numpy, a Python number or a bool (`if x > 0:`)
 is a HalError naming the op that made it and the source lines involved, since the branch
@@ -19,13 +19,13 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from . import ops
-from .dispatch import Interpreter, interpret
-from .errors import HalError
+from .. import ops
+from ..dispatch import Interpreter, interpret
+from ..runtime.errors import HalError
+from ..tensor import Tensor
 from .graph import Graph, Node
-from .tensor import Tensor
 
-_OWN = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # hal/
 
 
 def user_line() -> str:
@@ -46,7 +46,7 @@ class Tracer(Tensor):
     @classmethod
     def _make(cls, trace: Trace, node: int, shape: tuple, dtype, device) -> Tracer:
         t = object.__new__(cls)
-        t._data = None
+        t.native = None
         t.trace, t.node = trace, node
         t.shape, t.dtype, t.device = shape, dtype, device
         return t

@@ -1,4 +1,9 @@
-"""Kernel tables: a backend's kernels by (op, dtype), bound to a device when it opens."""
+"""Kernel tables: a backend's kernels by (op, dtype), bound to a device when it opens.
+
+The table checks each name against the op set and defaults a kernel's dtypes to the ones
+its op accepts, so it belongs to the op set's floor; the runtime sees it only through
+`bind(device)` and `ops()`.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes as dt
+from ..runtime import dtypes as dt
+from .collectives import OPS as COLLECTIVES
+from .collectives import staged_kernel
+from .spec import spec
 
 Kernel = Callable[..., Any]
 
@@ -23,12 +31,10 @@ class KernelTable:
 
     def register_staged_collectives(self) -> None:
         """Kernels for the collective ops that stage through host memory: download, run the
-        process group's collective on the host, upload (hal/collectives.py). A backend
+        process group's collective on the host, upload (hal/ops/collectives.py). A backend
         whose library has its own collectives (NCCL, say) registers those instead."""
-        from . import collectives
-
-        for op in collectives.OPS:
-            self.register(op)(collectives.staged_kernel(op))
+        for op in COLLECTIVES:
+            self.register(op)(staged_kernel(op))
 
     def register(self, op: str, dtypes: Iterable | None = None, *, device_arg: bool = True):
         """Decorator: `fn(device, *natives, **params) -> native` for `op` on `dtypes`.
@@ -40,9 +46,7 @@ class KernelTable:
         with `device.empty`). Whatever a kernel returns must have that shape and dtype:
         dispatch checks it, and wraps a kernel's own exception in a KernelError.
         """
-        from .ops import spec  # the op set is declared once; check names against it
-
-        op_spec = spec(op)
+        op_spec = spec(op)  # the op set is declared once: names are checked against it
         chosen = op_spec.dtypes if dtypes is None else tuple(dt.dtype(d) for d in dtypes)
 
         def decorate(fn: Kernel) -> Kernel:

@@ -1,128 +1,26 @@
-"""The runtime protocol: Backend, Device, Capabilities, MemoryStats, events, kernel tables.
+"""Device: one opened device, its public protocol over the private hooks a backend writes.
 
 Public methods live here, over small private hooks that a backend writes (raw memory:
 `_alloc`, `_free`, `_copy_in`, `_copy_out`; or a library's arrays: `_empty`, `_upload`,
 `_download`, `_pool_stats`; and `synchronize`, `_describe`), so pooling, accounting,
-out-of-memory text, timing and the guard against failing plugins are written once.
-`backends/null.py` is a backend that shows every hook; read it first when porting a chip.
+out-of-memory text and timing are written once. `backends/null.py` is a backend that
+shows every hook; read it first when porting a chip.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import math
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import dtypes as dt
-from .errors import (
-    BackendUnavailable,
-    DeviceError,
-    HalError,
-    HalOutOfMemory,
-    ShapeError,
-    UnsupportedDType,
-)
-from .kernels import KernelTable
-
-API_VERSION = 1  # bumped when the protocol changes incompatibly; plugins declare theirs
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What a device is and can do; built when the device opens, peaks filled in by the harness."""
-
-    backend: str
-    device: str
-    name: str
-    vendor: str = "unknown"
-    driver_version: str | None = None
-    runtime_version: str | None = None
-    memory_bytes: int | None = None
-    compute_units: int | None = None
-    dtypes: tuple[str, ...] = ()
-    ops: tuple[str, ...] = ()  # ops with a kernel of this backend
-    unsupported: Mapping[str, str] = field(default_factory=dict)  # op or dtype -> why
-    timer: str = "host perf_counter after synchronize()"
-    peaks: Mapping[str, Any] = field(default_factory=dict)  # measured: gflops per dtype, gbps
-    extra: Mapping[str, Any] = field(default_factory=dict)  # backend-specific facts
-
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of every field."""
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
-
-    def with_peaks(self, peaks: Mapping[str, Any]) -> Capabilities:
-        """A copy with measured peaks merged in."""
-        return dataclasses.replace(self, peaks={**self.peaks, **peaks})
-
-
-def _plain(value):
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    return value
-
-
-@dataclass(frozen=True)
-class MemoryStats:
-    """Device memory accounting in bytes; None where the device cannot tell."""
-
-    allocated: int | None  # bytes in live allocations
-    reserved: int | None  # allocated + held in the cache for reuse
-    peak: int | None  # highest `allocated` since open or reset_peak()
-    allocations: int | None  # allocation requests served (cache hits included)
-    device_allocations: int | None  # requests that reached the device (cache misses)
-    total: int | None  # device memory size
-
-    def to_dict(self) -> dict:
-        """A JSON-ready dict."""
-        return dataclasses.asdict(self)
-
-
-class Allocation:
-    """A block of device memory from the caching allocator; give it back with Device.free."""
-
-    __slots__ = ("handle", "nbytes", "size")
-
-    def __init__(self, handle: Any, nbytes: int, size: int):
-        self.handle = handle  # the backend's own object (a pointer, a cl.Buffer, a bytearray)
-        self.nbytes = nbytes  # bytes asked for
-        self.size = size  # bytes reserved (the size class)
-
-
-class Buffer:
-    """A dense tensor's storage on a raw-memory device: an Allocation plus shape and dtype.
-
-    It returns its memory to the device's cache when garbage collected. Backends whose
-    library has its own array type (numpy, pyopencl.array, cupy) use that type instead.
-    """
-
-    __slots__ = ("allocation", "device", "dtype", "shape")
-
-    def __init__(self, device: Device, allocation: Allocation, shape: tuple, dtype: np.dtype):
-        self.device = device
-        self.allocation = allocation
-        self.shape = shape
-        self.dtype = dtype
-
-    def __del__(self):
-        try:
-            self.device.free(self.allocation)
-        except Exception:  # interpreter shutdown: nothing left to return the memory to
-            pass
-
-
-def size_class(nbytes: int) -> int:
-    """The reserved size for a request: 512-byte granules, then quarter powers of two (<=25%)."""
-    if nbytes <= 4096:
-        return max(512, -(-nbytes // 512) * 512)
-    step = 1 << max(nbytes.bit_length() - 3, 9)
-    return -(-nbytes // step) * step
+from .capabilities import Capabilities
+from .errors import DeviceError, HalOutOfMemory, ShapeError, UnsupportedDType
+from .memory import Allocation, Buffer, MemoryStats, size_class
 
 
 class Device:
@@ -141,7 +39,7 @@ class Device:
     oom_errors: tuple[type[BaseException], ...] = (MemoryError,)  # "memory is full" exceptions
     max_allocation: int | None = None  # bytes of the largest single allocation, if smaller
 
-    def __init__(self, backend: Backend, index: int = 0):
+    def __init__(self, backend, index: int = 0):  # backend: the Backend opening it
         self.backend = backend
         self.index = index
         self.name = f"{backend.name}:{index}"
@@ -151,7 +49,8 @@ class Device:
         self._capabilities: Capabilities | None = None
         self._limit: int | None = None  # bytes of the largest allocation that can fit
         self._dtypes: frozenset[np.dtype] | None = None
-        self._kernels = backend.kernels.bind(self) if backend.kernels else {}
+        # the backend's kernels bound to this device: (op, dtype) -> fn(*natives, **params)
+        self.kernels: dict = backend.kernels.bind(self) if backend.kernels else {}
 
     def __repr__(self) -> str:
         return f"<hal.Device {self.name}>"
@@ -226,13 +125,17 @@ class Device:
     # -- tensors' storage -------------------------------------------------------------------
     def empty(self, shape, dtype) -> Any:
         """A new uninitialised device-native array; HalOutOfMemory when it cannot fit."""
-        shape = tuple(int(n) for n in shape)
-        dtype = dt.dtype(dtype)
-        if any(n < 0 for n in shape):
-            raise ShapeError(f"empty on {self.name}: negative size in shape {shape}")
-        self.check_dtype(dtype, "empty")
+        shape, dtype = _request(self, "empty", shape, dtype)
         return self._allocating("empty", math.prod(shape) * dtype.itemsize, self._empty,
                                 shape, dtype)
+
+    def empty_factory(self, shape, dtype) -> Callable[[], Any]:
+        """A function making new uninitialised arrays of one shape and dtype, checked once
+        here: what a compiled graph calls on every run for the results it hands out."""
+        shape, dtype = _request(self, "empty", shape, dtype)
+        self._check_room(math.prod(shape) * dtype.itemsize, "empty")
+        return functools.partial(self._empty, shape, dtype)
+
 
     def upload(self, array: np.ndarray) -> Any:
         """A device-native array holding a copy of a host array (the host device may share it)."""
@@ -422,113 +325,20 @@ class Device:
 
     def kernel(self, op: str, dtype: np.dtype) -> Callable | None:
         """This device's kernel for an op on a dtype, or None."""
-        return self._kernels.get((op, dtype))
+        return self.kernels.get((op, dtype))
+
+
+def _request(device: Device, op: str, shape, dtype) -> tuple[tuple[int, ...], np.dtype]:
+    """(shape, dtype) of an allocation request, checked: sizes not negative, dtype held."""
+    shape = tuple(int(n) for n in shape)
+    dtype = dt.dtype(dtype)
+    if any(n < 0 for n in shape):
+        raise ShapeError(f"{op} on {device.name}: negative size in shape {shape}")
+    device.check_dtype(dtype, op)
+    return shape, dtype
 
 
 def _bytes(host: np.ndarray) -> memoryview:
     """A flat byte view of a contiguous array (any dtype, empty and 0-d included)."""
     return memoryview(host.reshape(-1).view(np.uint8))
 
-
-class Backend:
-    """A factory of devices. Subclasses set `name` and `kernels` and write the hooks."""
-
-    name = "abstract"
-    api_version = API_VERSION
-    kernels: KernelTable | None = None
-    unsupported: Mapping[str, str] = {}  # op or dtype name -> why: the one place gaps are declared
-
-    def __init__(self):
-        self._open: dict[int, Device] = {}
-
-    def why_unavailable(self) -> str | None:
-        """None when the backend can open a device here, else the reason (cheap: opens nothing)."""
-        return None
-
-    def device_count(self) -> int:
-        """How many devices the backend sees."""
-        return 1
-
-    def _load_kernels(self) -> None:
-        """Import the modules that register into `kernels` where they need the backend's
-        library (called once the backend says it is available, before a device opens)."""
-
-    def _open_device(self, index: int) -> Device:
-        """Open device `index` (called once per index; the result is cached)."""
-        raise NotImplementedError  # abstract hook: every backend opens its own devices
-
-    def compile(self, graph, device: Device):
-        """An executable of a traced `hal.graph.Graph` for the device: called with the
-        graph's input Tensors it returns the output Tensors (a list), and `counts()` says
-        how its nodes run. The default lowers and fuses the graph (`hal.passes.optimize`,
-        asking `compile_fused` per group) and replays it (`hal.executable.Executable`); a
-        backend that runs whole graphs (one runtime session, say) overrides this.
-        """
-        from .executable import Executable
-        from .passes import optimize
-
-        return Executable(optimize(graph, device), device)
-
-    def compile_fused(self, body, device: Device) -> Callable | None:
-        """A native function for one fused group of a graph, or None to run it node by node.
-
-        body is a `hal.graph.Graph`: its inputs are the group's operands (numpy
-        broadcasting to the result), its nodes elementwise ops (`hal.graph.ELEMENTWISE`)
-        and at most one reduction (`hal.graph.REDUCTIONS`): the nodes it reads come before
-        it (the prologue, broadcasting to its input), any after it (the epilogue) compute
-        at its result's shape; its constants are 0-d scalars to inline, its one output the
-        last node. Decline what you do not compile (an epilogue, say): hal then tries the
-        group without its epilogue. The function takes the operands' native arrays
-        and returns the native result; if it has `takes_out = True` it is also given
-        `out=`, a native array of the result's shape and dtype to write (the executable
-        reuses it across calls). Compile once per `body.key()`, caching what you can on
-        disk under `settings.cache_dir`. The default declines: no fusion.
-        """
-        return None
-
-    def unsupported_on(self, device: Device) -> Mapping[str, str]:
-        """Op or dtype name -> why, for one device (default: the backend's `unsupported`)."""
-        return self.unsupported
-
-    def dtypes(self, device: Device) -> tuple[np.dtype, ...]:
-        """Dtypes that tensors on the device may have: every hal dtype not unsupported."""
-        gaps = self.unsupported_on(device)
-        return tuple(d for d in dt.ALL if d.name not in gaps)
-
-    def is_available(self) -> bool:
-        """True if the backend can open a device here."""
-        return self.why_unavailable() is None
-
-    def devices(self) -> list[str]:
-        """Names of the devices, e.g. ['opencl:0', 'opencl:1']; empty when unavailable."""
-        if not self.is_available():
-            return []
-        return [f"{self.name}:{i}" for i in range(self.device_count())]
-
-    def open(self, index: int = 0) -> Device:
-        """The opened device `index` (opened once per process); BackendUnavailable when it
-        cannot be opened, whatever the backend's own code raised."""
-        if index in self._open:
-            return self._open[index]
-        reason = self.why_unavailable()
-        if reason is not None:
-            raise BackendUnavailable(f"backend {self.name!r} is unavailable: {reason}")
-        count = self.device_count()
-        if not 0 <= index < count:
-            raise BackendUnavailable(
-                f"backend {self.name!r} has {count} device(s); index {index} is out of range "
-                f"(use {self.name}:0..{count - 1}; `hal devices` lists them)"
-            )
-        try:
-            self._load_kernels()
-            device = self._open_device(index)
-            device.capabilities  # noqa: B018  a failing _describe fails here, not on first use
-        except (HalError, KeyboardInterrupt):
-            raise
-        except BaseException as e:  # SystemExit too: a plugin must not end the process
-            raise BackendUnavailable(
-                f"backend {self.name!r} could not open device {index}: "
-                f"{type(e).__name__}: {e} (a fault of the backend; `hal devices` shows the "
-                "others)") from e
-        self._open[index] = device
-        return device

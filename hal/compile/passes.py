@@ -6,7 +6,7 @@ kernel for become their traced decomposition, so their parts can fuse), `fold_co
 (common subexpressions: the same op of the same operands and parameters), `eliminate_dead`
 (nodes no output needs) and `fuse` (groups of elementwise nodes, optionally feeding one
 reduction, become one `FUSED` node whose body a backend compiles as one kernel). Buffer
-reuse by liveness is the executable's (`hal.executable`).
+reuse by liveness is the executable's (executable.py).
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import math
 import warnings
 from dataclasses import replace
 
-from . import collectives, ops
-from .dispatch import EAGER, _decompositions, interpret
-from .errors import PluginWarning
+from .. import ops
+from ..dispatch import EAGER, decomposition_of, interpret
+from ..runtime.errors import PluginWarning
 from .graph import ELEMENTWISE, FUSED, REDUCTIONS, Graph, Node
+from .trace import Trace
 
 FOLD_LIMIT = 1 << 16
 """Constant folding keeps results up to this many elements (or no larger than an operand)."""
@@ -89,22 +90,20 @@ def lower(graph: Graph, device) -> Graph:
 
 
 def _needs_lowering(graph: Graph, node: Node, device) -> bool:
-    if node.op == FUSED or node.op not in _decompositions:
+    if node.op == FUSED or decomposition_of(node.op) is None:
         return False
     spec = ops.spec(node.op)
     key = node.inputs[spec.key]
-    return (node.op, graph.meta(key)[1]) not in device._kernels \
+    return device.kernel(node.op, graph.meta(key)[1]) is None \
         and node.op not in device.capabilities.unsupported
 
 
 def _trace_decomposition(graph: Graph, node: Node, device) -> Graph:
-    from .trace import Trace
-
     recorder = Trace()
     operands = [None if r is None else recorder.input(*graph.meta(r), device)
                 for r in node.inputs]
     with interpret(recorder):
-        result = _decompositions[node.op](*operands, **node.params)
+        result = decomposition_of(node.op)(*operands, **node.params)
     return recorder.graph([result])
 
 
@@ -118,7 +117,7 @@ def fold_constants(graph: Graph) -> Graph:
     for i, node in enumerate(graph.nodes):
         refs = [out._remap(r) for r in node.inputs]
         if node.op == FUSED or not refs or any(r is not None and r[0] != "const" for r in refs) \
-                or node.op in collectives.OPS:
+                or ops.spec(node.op).family == "collective":
             out.add(i, node)
             continue
         args = [None if r is None else out.constants[r[1]] for r in refs]

@@ -5,7 +5,7 @@ concrete tensors it captured (`constants`) and the refs of its outputs. A node n
 an op of the set, its operands as refs (("input", i), ("node", i), ("const", i) or None
 for an absent option), its keyword parameters and the (shape, dtype) of its result.
 
-The fusion pass (`hal.passes.fuse`) replaces groups of elementwise nodes with one node
+The fusion pass (`hal.compile.passes.fuse`) replaces groups of elementwise nodes with one node
 of op `FUSED` whose `params["body"]` is a Graph of its own: the group's nodes, its
 operands as the body's inputs (in the fused node's operand order), 0-d scalars as
 body constants, and one output. A backend compiles a body with `Backend.compile_fused`.
@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import dtypes as dt
-from . import ops
-from .errors import HalError
-from .tensor import Tensor
+from .. import ops
+from ..dispatch import call
+from ..runtime import dtypes as dt
+from ..runtime.errors import HalError
+from ..runtime.registry import resolve_device
+from ..tensor import Tensor
 
 FUSED = "fused"
 """The op name of a fused group: params["body"] is its Graph, params["kind"] says what
@@ -114,8 +116,6 @@ class Graph:
     def run(self, *inputs: Tensor) -> list[Tensor]:
         """The outputs, computed op by op through hal's dispatch (every interpreter on the
         stack sees each op: autodiff differentiates it, a trace records it)."""
-        from .dispatch import call
-
         if len(inputs) != len(self.inputs):
             raise HalError(f"graph: {len(inputs)} inputs given, it takes {len(self.inputs)}")
         values: list = []
@@ -189,8 +189,6 @@ class Graph:
 
     @classmethod
     def _from_dict(cls, data: dict, device) -> Graph:
-        from .registry import resolve_device
-
         device = resolve_device(device)
         try:
             nodes = []

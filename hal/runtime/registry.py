@@ -15,7 +15,8 @@ from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from .device import API_VERSION, Backend, Device
+from .backend import API_VERSION, Backend
+from .device import Device
 from .errors import BackendUnavailable, HalError, PluginWarning
 from .settings import settings
 

@@ -11,9 +11,14 @@ import operator
 
 import numpy as np
 
-from .errors import ShapeError
+from ..runtime.errors import ShapeError
 
 MAX_RANK = 32  # tensors of more axes are refused (numpy's own limit is 64)
+
+
+def as_shape(shape) -> tuple[int, ...]:
+    """A shape argument (an int, or a sequence of ints) as a tuple of ints."""
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
 
 
 def axis(op: str, value, ndim: int) -> int:

@@ -32,12 +32,14 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 
-from . import dispatch, passes
-from .dispatch import interpret
-from .errors import HalError
+from .. import dispatch
+from ..dispatch import interpret
+from ..runtime.errors import HalError
+from ..runtime.registry import default_device
+from ..tensor import Tensor
+from . import passes, pipeline
 from .executable import Executable
 from .graph import Graph
-from .tensor import Tensor
 from .trace import Trace
 
 
@@ -91,7 +93,7 @@ class Jitted:
         if entry is None:  # validate the arguments (the hot path only looked at attributes)
             key, tensors = self._key(args, kwargs)
             entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
-        if len(dispatch._stack) > 1:  # autodiff or a trace watching: run op by op
+        if len(dispatch.interpreters()) > 1:  # autodiff or a trace watching: op by op
             return entry.rebuild(entry.graph.run(*tensors))
         if entry.executable is None:
             entry.compile()
@@ -105,8 +107,8 @@ class Jitted:
         return entry.graph
 
     def compiled(self, *args, **kwargs) -> Executable:
-        """The executable these arguments run (`Backend.compile`'s; the default's `.graph`
-        is lowered and fused for the device); `.counts()` says how its nodes run."""
+        """The executable these arguments run (`Backend.compile`'s, else hal's, whose
+        `.graph` is lowered and fused for the device); `.counts()` says how its nodes run."""
         key, tensors = self._key(args, kwargs)
         entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
         if entry.executable is None:
@@ -149,8 +151,6 @@ class Jitted:
         out_tree = _flatten_out(self.fn, result, leaves)
         device = tensors[0].device if tensors else None
         if device is None:
-            from .registry import default_device
-
             device = default_device()
         graph = passes.optimize(recorder.graph(leaves))
         entry = _Entry(graph, out_tree, device)
@@ -176,8 +176,8 @@ class _Entry:
             self.rebuild = lambda outs: _unflatten(out_tree, iter(outs))
 
     def compile(self) -> None:
-        """The device's backend compiles the graph (`Backend.compile`)."""
-        self.executable = self.device.backend.compile(self.graph, self.device)
+        """The graph compiled for its device (the backend's executable, else hal's)."""
+        self.executable = pipeline.compile(self.graph, self.device)
 
 
 # -- argument and result structure --------------------------------------------------------------

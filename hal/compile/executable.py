@@ -22,12 +22,12 @@ import functools
 import warnings
 from collections import Counter
 
-from . import dispatch, ops
-from .errors import FallbackRefused, FallbackWarning, HalError, KernelError, UnsupportedOp
+from .. import dispatch, ops
+from ..runtime.errors import FallbackRefused, FallbackWarning, HalError, KernelError, UnsupportedOp
+from ..runtime.settings import settings
+from ..tensor import Tensor
 from .graph import FUSED, Graph, Node
 from .passes import compiled_group
-from .settings import settings
-from .tensor import Tensor
 
 
 def label(node: Node) -> str:
@@ -47,7 +47,7 @@ class Executable:
         self._labels = [(label(n), n.dtype.name) for n in graph.nodes]
         self._buffers = _assign_buffers(graph, [getattr(s, "takes_out", False)
                                                 for s in self._steps], device)
-        self._constants = [c._data for c in graph.constants]
+        self._constants = [c.native for c in graph.constants]
         self._code = self._generate()
         self._checked = False
         self._all_nodes = all(r[0] == "node" for r in graph.outputs)
@@ -66,7 +66,7 @@ class Executable:
             return lambda *natives: inner._call_natives(natives)[0]
         spec = ops.spec(node.op)
         key_dtype = graph.meta(node.inputs[spec.key])[1]
-        kernel = device._kernels.get((node.op, key_dtype))
+        kernel = device.kernel(node.op, key_dtype)
         if kernel is None:
             return self._fallback(node, spec, key_dtype)
         params = dict(node.params)
@@ -78,7 +78,7 @@ class Executable:
             return bound
 
         def checked(*natives):
-            spec.domain(*[None if a is None else Tensor._wrap(a, device) for a in natives],
+            spec.domain(*[None if a is None else Tensor.wrap(a, device) for a in natives],
                         **node.params)
             return bound(*natives)
 
@@ -137,10 +137,10 @@ class Executable:
     # -- running -----------------------------------------------------------------------
     def __call__(self, *inputs: Tensor) -> list[Tensor]:
         """Output Tensors for input Tensors (of the graph's input shapes and dtypes)."""
-        natives = self._call_natives([t._data for t in inputs])
-        if dispatch._recorders:
+        natives = self._call_natives([t.native for t in inputs])
+        if dispatch.recording():
             self._record()
-        wrap, device = Tensor._wrap, self.device
+        wrap, device = Tensor.wrap, self.device
         if self._all_nodes:
             return [wrap(native, device) for native in natives]
         return [inputs[r[1]] if r[0] == "input" else self.graph.constants[r[1]]
@@ -202,8 +202,7 @@ class Executable:
 
     def _record(self) -> None:
         for (name, dtype), how in zip(self._labels, self.how, strict=True):
-            for r in dispatch._recorders:
-                r.records.append((name, self.device.name, dtype, how))
+            dispatch.record(name, self.device.name, dtype, how)
 
     def counts(self) -> Counter:
         """Nodes per way of running: compiled (fused, by the backend), unfused (a group run
@@ -286,7 +285,7 @@ def _assign_buffers(graph: Graph, takes_out: list[bool], device) -> _Buffers:
         key = (node.shape, node.dtype)
         if k in escaping:
             plan.slot.append(-1)
-            plan.fresh[k] = functools.partial(device._empty, *key)
+            plan.fresh[k] = device.empty_factory(*key)
             continue
         if free.get(key):
             slot = free[key].pop()

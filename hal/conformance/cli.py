@@ -1,0 +1,88 @@
+"""`hal conformance`: run the kit on backends and print the backend x op x dtype matrix.
+
+Registered through the `hal.commands` entry point group, like every command but `devices`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from pathlib import Path
+
+from ..cli import positive_int
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `conformance` subcommand; it sets `func(args) -> exit code`."""
+    c = subparsers.add_parser("conformance",
+                              help="certify backends against the op set's reference")
+    c.add_argument("--backend", action="append", metavar="NAME[:INDEX]",
+                   help="backend (device 0) or device to certify (repeatable; default: "
+                        "device 0 of every available backend)")
+    c.add_argument("--ops", nargs="+", metavar="OP", help="only these ops")
+    c.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
+    c.add_argument("--examples", type=positive_int, default=20,
+                   help="hypothesis examples per cell (at least 1)")
+    c.add_argument("--json", action="store_true", help="print the reports as JSON")
+    c.add_argument("--out", type=Path, metavar="FILE",
+                   help="also write the JSON to FILE (`hal report` reads it), still printing "
+                        "the matrix")
+    c.set_defaults(func=conformance)
+
+
+def conformance(args) -> int:
+    """`hal conformance`: run the kit on backends; exit 1 if any cell or layer fails."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import Progress
+
+    from ..runtime.errors import HalError
+    from ..runtime.registry import registry
+    from .kit import FAIL, run
+    from .matrix import layers, matrix
+
+    targets = []
+    for spec in args.backend or registry.available():
+        name, _, index = spec.partition(":")
+        if index and not index.isdigit():
+            raise HalError(f"--backend {spec!r}: give NAME or NAME:INDEX, e.g. opencl:1")
+        registry.get(name)  # unknown or broken: a HalError naming the registered ones
+        targets.append((name, int(index or 0)))
+    # a log file or pipe gets a wide matrix rather than rich's 80 columns
+    console = Console(stderr=args.json, width=None if sys.stdout.isatty() else 160)
+    reports = []
+    for name, index in targets:
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task(f"{name}", total=None)
+
+            def progress(i, n, label, task=task, bar=bar, name=name):
+                bar.update(task, total=n, completed=i, description=f"{name}: {label}")
+
+            reports.append(run(name, ops_=args.ops, dtypes=args.dtypes, index=index,
+                                   examples=args.examples, progress=progress))
+    results = json.dumps([{**r.to_dict(), "host": platform.node()} for r in reports], indent=2)
+    if args.out is not None:
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(results + "\n", encoding="utf-8")
+        except OSError as e:
+            raise HalError(f"conformance: cannot write --out {args.out}: {e.strerror or e}; "
+                           "give a path in a writable directory") from e
+    if args.json:
+        print(results)
+    else:
+        for r in reports:
+            console.print(layers(r))
+            if r.cells:
+                console.print(matrix(r))
+            for cell in r.cells:
+                if cell.status == FAIL:
+                    console.print(f"[bold red]FAIL[/] {r.backend} {cell.op} {cell.dtype}: "
+                                  f"{escape(cell.error)}")
+                    if cell.repro:
+                        console.print(cell.repro, markup=False, highlight=False)
+    if args.out is not None:
+        console.print(f"conformance results in {escape(str(args.out))}")
+    return 0 if all(r.ok for r in reports) else 1

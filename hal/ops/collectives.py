@@ -1,0 +1,87 @@
+"""Collective ops (family "collective"): all_reduce, all_gather, reduce_scatter, all_to_all,
+copy_to_group and split_to_group, each naming a process group (hal/runtime/groups.py);
+their references run the group's collective on host arrays. The functions and the
+conjugate pairs are in hal/collectives.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..runtime import dtypes as dt
+from ..runtime import groups
+from . import shapes
+from .spec import EXTENDED, declare, spec
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "copy_to_group",
+       "split_to_group")
+
+
+def _group_of(group):
+    return groups.group(group)
+
+
+def _chunked(op, group, x, axis):
+    """(shape with axis divided over the group's ranks, axis); ShapeError when uneven."""
+    a = shapes.axis(op, axis, x.ndim)
+    shape = list(x.shape)
+    shape[a] = groups.chunk(op, group, shape[a], a)
+    return shape, a
+
+
+def _whole_meta(x, *, group):
+    _group_of(group)
+    return tuple(x.shape), x.dtype
+
+
+def _all_gather_meta(x, *, group, axis=0):
+    a = shapes.axis("all_gather", axis, x.ndim)
+    shape = list(x.shape)
+    shape[a] *= _group_of(group).size
+    return tuple(shape), x.dtype
+
+
+def _chunk_meta(op):
+    def meta(x, *, group, axis=0):
+        return tuple(_chunked(op, group, x, axis)[0]), x.dtype
+
+    return meta
+
+
+def _all_to_all_meta(x, *, group, split_axis, concat_axis):
+    shape, _ = _chunked("all_to_all", group, x, split_axis)
+    shape[shapes.axis("all_to_all", concat_axis, x.ndim)] *= _group_of(group).size
+    return tuple(shape), x.dtype
+
+
+def _on_group(method):
+    def reference(x, *, group, **axes):
+        return getattr(_group_of(group), method)(x, **axes)
+
+    return reference
+
+
+def _split_ref(x, *, group, axis=0):
+    shape, a = _chunked("split_to_group", group, x, axis)
+    n, rank = shape[a], _group_of(group).rank
+    return np.take(x, np.arange(rank * n, (rank + 1) * n), axis=a)
+
+
+for _name, _ref, _meta, _dtypes in (
+        ("all_reduce", _on_group("all_reduce"), _whole_meta, dt.NUMERIC),
+        ("all_gather", _on_group("all_gather"), _all_gather_meta, dt.ALL),
+        ("reduce_scatter", _on_group("reduce_scatter"), _chunk_meta("reduce_scatter"),
+         dt.NUMERIC),
+        ("all_to_all", _on_group("all_to_all"), _all_to_all_meta, dt.ALL),
+        ("copy_to_group", lambda x, *, group: x, _whole_meta, dt.ALL),
+        ("split_to_group", _split_ref, _chunk_meta("split_to_group"), dt.ALL)):
+    declare(_name, EXTENDED, "collective", _dtypes, _ref, _meta, promote=())
+
+
+def staged_kernel(op: str):
+    """A kernel for a device without its own collectives: download, run the group, upload."""
+    reference = spec(op).reference
+
+    def kernel(device, x, **params):
+        return device.upload(np.ascontiguousarray(reference(device.download(x), **params)))
+
+    return kernel

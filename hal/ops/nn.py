@@ -1,0 +1,153 @@
+"""Neural-network composites: softmax, log_softmax, layer_norm, gelu, silu, sigmoid, relu,
+linear (with a fused activation) and scaled_dot_product_attention. Their decompositions
+live with their public functions in hal/nn.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..runtime import dtypes as dt
+from ..runtime.errors import ShapeError
+from . import shapes
+from .elementwise import erf_reference
+from .spec import COMPOSITE, LOOSE, ORDERED, declare, same, unary_meta
+
+
+def _axis_meta(name):
+    def meta(x, *, axis=-1):
+        if x.ndim:
+            shapes.axis(name, axis, x.ndim)
+        return tuple(x.shape), x.dtype
+
+    return meta
+
+
+def softmax_reference(x, *, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax_ref(x, *, axis=-1):
+    s = x - np.max(x, axis=axis, keepdims=True)
+    return s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
+
+
+def _layer_norm_meta(x, weight=None, bias=None, *, eps=1e-5):
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
+        raise ShapeError(f"layer_norm: eps must be a positive number, got {eps!r}")
+    if x.ndim == 0:
+        raise ShapeError("layer_norm: needs at least a 1-d input (normalises the last axis)")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != tuple(x.shape[-1:]):
+            raise ShapeError(
+                f"layer_norm: {name} of shape {tuple(p.shape)} must be {tuple(x.shape[-1:])}"
+            )
+    return tuple(x.shape), x.dtype
+
+
+def _layer_norm_ref(x, weight=None, bias=None, *, eps=1e-5):
+    mean = np.mean(x, axis=-1, keepdims=True)
+    y = (x - mean) / np.sqrt(np.var(x, axis=-1, keepdims=True) + eps)
+    if weight is not None:
+        y = y * weight
+    return y if bias is None else y + bias
+
+
+def _erf_np(x):
+    return erf_reference(x).astype(x.dtype)
+
+
+GELU_APPROXIMATIONS = ("none", "tanh")
+
+
+def _gelu_ref(x, *, approximate="none"):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1 + _erf_np(x / math.sqrt(2)))
+
+
+def _gelu_meta(x, *, approximate="none"):
+    if approximate not in GELU_APPROXIMATIONS:
+        raise ShapeError(f"gelu: approximate={approximate!r} is not 'none' or 'tanh'")
+    return tuple(x.shape), x.dtype
+
+
+ACTIVATIONS = {
+    None: lambda y: y,
+    "relu": lambda y: np.maximum(y, 0),
+    "gelu": _gelu_ref,
+    "gelu_tanh": lambda y: _gelu_ref(y, approximate="tanh"),
+    "silu": lambda y: y / (1 + np.exp(-y)),
+    "sigmoid": lambda y: 1 / (1 + np.exp(-y)),
+    "tanh": np.tanh,
+}
+
+
+def _linear_meta(x, weight, bias=None, *, activation=None):
+    if activation not in ACTIVATIONS:
+        raise ShapeError(
+            f"linear: activation {activation!r} is not one of "
+            f"{', '.join(str(a) for a in ACTIVATIONS)}"
+        )
+    if weight.ndim != 2:
+        raise ShapeError(f"linear: weight must be 2-d (in, out), got {tuple(weight.shape)}")
+    shape = shapes.matmul("linear", tuple(x.shape), tuple(weight.shape))
+    if bias is not None and tuple(bias.shape) != (weight.shape[1],):
+        raise ShapeError(f"linear: bias {tuple(bias.shape)} must be ({weight.shape[1]},)")
+    return shape, x.dtype
+
+
+def _linear_ref(x, weight, bias=None, *, activation=None):
+    y = x @ weight
+    if bias is not None:
+        y = y + bias
+    return ACTIVATIONS[activation](y)
+
+
+def _sdpa_meta(q, k, v, *, causal=False, scale=None):
+    if q.ndim < 2 or k.ndim != q.ndim or v.ndim != q.ndim:
+        raise ShapeError(
+            "scaled_dot_product_attention: q, k, v must have one rank >= 2 (..., L, E), got "
+            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ShapeError(
+            f"scaled_dot_product_attention: q {tuple(q.shape)} and k {tuple(k.shape)} need one "
+            f"embedding size; k and v {tuple(v.shape)} one sequence length"
+        )
+    batch = shapes.broadcast("scaled_dot_product_attention", q.shape[:-2], k.shape[:-2],
+                             v.shape[:-2])
+    return (*batch, q.shape[-2], v.shape[-1]), q.dtype
+
+
+def causal_mask(lq: int, lk: int) -> np.ndarray:
+    """True where query i may attend key j (j <= i, aligned at the end as PyTorch does)."""
+    return np.tril(np.ones((lq, lk), dtype=bool), k=lk - lq)
+
+
+def _sdpa_ref(q, k, v, *, causal=False, scale=None):
+    s = (1 / math.sqrt(q.shape[-1])) if scale is None else scale
+    scores = (q @ np.swapaxes(k, -1, -2)) * s
+    if causal:
+        scores = np.where(causal_mask(q.shape[-2], k.shape[-2]), scores, -np.inf)
+    return softmax_reference(scores, axis=-1) @ v
+
+
+declare("softmax", COMPOSITE, "nn", dt.REALS, softmax_reference, _axis_meta("softmax"),
+        tolerance=LOOSE)
+declare("log_softmax", COMPOSITE, "nn", dt.REALS, _log_softmax_ref, _axis_meta("log_softmax"),
+        tolerance=LOOSE)
+declare("layer_norm", COMPOSITE, "nn", dt.REALS, _layer_norm_ref, _layer_norm_meta,
+        promote=(0, 1, 2), tolerance=LOOSE)
+declare("gelu", COMPOSITE, "nn", dt.REALS, _gelu_ref, _gelu_meta, tolerance=LOOSE)
+declare("silu", COMPOSITE, "nn", dt.REALS, ACTIVATIONS["silu"], unary_meta(same),
+        tolerance=LOOSE)
+declare("sigmoid", COMPOSITE, "nn", dt.REALS, ACTIVATIONS["sigmoid"], unary_meta(same),
+        tolerance=LOOSE)
+declare("relu", COMPOSITE, "nn", ORDERED, ACTIVATIONS["relu"], unary_meta(same))
+declare("linear", COMPOSITE, "nn", dt.REALS, _linear_ref, _linear_meta, promote=(0, 1, 2),
+        tolerance=LOOSE, bound=lambda x, w, b=None, **_: np.abs(x) @ np.abs(w) + 1)
+declare("scaled_dot_product_attention", COMPOSITE, "nn", dt.REALS, _sdpa_ref, _sdpa_meta,
+        promote=(0, 1, 2), tolerance=LOOSE)

@@ -1,0 +1,104 @@
+"""Process groups: the ranks a collective op communicates among, by name.
+
+hal itself knows one group, "self" (one rank: every collective is the identity), so the
+collective ops are defined and tested on a single process. A distributed frontend
+registers real groups (`register_group`), e.g. over MPI; a group computes on host numpy
+arrays. The collective ops (hal/ops/collectives.py, hal/collectives.py) name their
+group by a `group` parameter and look it up here.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from .errors import HalError, ShapeError
+
+
+class Group(Protocol):
+    """A process group: `size` ranks, this process is `rank`; collectives on numpy arrays.
+
+    Every rank of the group must call the same collectives in the same order with the
+    same shapes and dtypes. Chunks are along an axis, rank r holding the r-th of `size`
+    equal chunks; a group refuses (ShapeError) an axis that does not divide.
+    """
+
+    name: str
+    size: int
+    rank: int
+
+    def all_reduce(self, x: np.ndarray) -> np.ndarray:
+        """The elementwise sum of x over the ranks, on every rank."""
+
+    def all_gather(self, x: np.ndarray, axis: int) -> np.ndarray:
+        """Every rank's x concatenated along axis in rank order, on every rank."""
+
+    def reduce_scatter(self, x: np.ndarray, axis: int) -> np.ndarray:
+        """This rank's chunk along axis of the sum of x over the ranks."""
+
+    def all_to_all(self, x: np.ndarray, split_axis: int, concat_axis: int) -> np.ndarray:
+        """x split in `size` chunks along split_axis, chunk r sent to rank r; the chunks
+        received concatenated along concat_axis in rank order."""
+
+
+class SelfGroup:
+    """The group of this process alone: every collective is the identity."""
+
+    name, size, rank = "self", 1, 0
+
+    def all_reduce(self, x):
+        """x itself (a sum over one rank)."""
+        return x
+
+    def all_gather(self, x, axis):
+        """x itself (one chunk)."""
+        return x
+
+    def reduce_scatter(self, x, axis):
+        """x itself (the only chunk of the only rank)."""
+        return x
+
+    def all_to_all(self, x, split_axis, concat_axis):
+        """x itself (one chunk sent to itself)."""
+        return x
+
+
+_GROUPS: dict[str, Group] = {"self": SelfGroup()}
+
+
+def register_group(name: str, group: Group) -> None:
+    """Make `group` the one that collectives with `group=name` use (replacing any before)."""
+    if not isinstance(name, str) or not name:
+        raise HalError(f"register_group: a group name is a non-empty string, got {name!r}")
+    _GROUPS[name] = group
+
+
+def unregister_group(name: str) -> None:
+    """Forget the group registered under name ("self" stays)."""
+    if name != "self":
+        _GROUPS.pop(name, None)
+
+
+def group(name: str) -> Group:
+    """The group registered under name; HalError listing the registered ones if none is."""
+    try:
+        return _GROUPS[name]
+    except (KeyError, TypeError):
+        raise HalError(
+            f"no process group named {name!r} is registered (registered: "
+            f"{', '.join(sorted(map(str, _GROUPS)))}); a distributed frontend registers its "
+            "groups, e.g. frontends.parallel.Mesh"
+        ) from None
+
+
+def chunk(op: str, name: str, n: int, axis: int) -> int:
+    """The length of one rank's chunk of n elements along axis; ShapeError if uneven."""
+    size = group(name).size
+    if n % size:
+        raise ShapeError(
+            f"{op}: axis {axis} has {n} elements, which do not split evenly over the "
+            f"{size} ranks of group {name!r}; make it a multiple of {size} (pad, or choose "
+            "another split)"
+        )
+    return n // size
