@@ -122,7 +122,7 @@ def ranks(layout: str) -> Ranks:
 @functools.cache
 def single_loss() -> float:
     """The model's loss on the whole first batch, on one device in this process."""
-    from frontends.parallel.train import LanguageModel, batches, cross_entropy
+    from frontends.parallel import LanguageModel, batches, cross_entropy
 
     model = LanguageModel(256, MODEL["dim"], MODEL["heads"], MODEL["layers"], MODEL["seq"],
                           dtype=hal.dtype(MODEL["dtype"]), device="cpu", seed=0)

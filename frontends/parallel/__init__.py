@@ -14,16 +14,21 @@
 - `data_parallel`: DataParallel (reverse-order gradient buckets, ZeRO-1/2).
 - `cost`: all-reduce algorithms and the alpha-beta cost model that chooses among them;
   `planner`: projected step time and days to train for dp x tp plans (a projection).
-- `train`: `hal train`, a small transformer LM on the shipped text; `stepper`: training
-  steps on command, for the `parallel` benchmark suite.
+- `language_model`: LanguageModel (a small transformer over bytes, annotated),
+  cross_entropy, generate; `corpus`: the shipped text and its `batches`.
+- `train`: `hal train`, the LM trained on the shipped text; `stepper`: training steps on
+  command, for the `parallel` benchmark suite.
 """
 
 from .annotate import forward, parallel, parallelize, placements
+from .corpus import batches
 from .data_parallel import DataParallel
 from .distribute import distribute
 from .dtensor import DTensor, redistribute
+from .language_model import LanguageModel, cross_entropy
 from .mesh import Mesh, MPIGroup
 from .placement import Partial, Replicate, Shard
 
-__all__ = ["DTensor", "DataParallel", "MPIGroup", "Mesh", "Partial", "Replicate", "Shard",
-           "distribute", "forward", "parallel", "parallelize", "placements", "redistribute"]
+__all__ = ["DTensor", "DataParallel", "LanguageModel", "MPIGroup", "Mesh", "Partial",
+           "Replicate", "Shard", "batches", "cross_entropy", "distribute", "forward",
+           "parallel", "parallelize", "placements", "redistribute"]

@@ -4,12 +4,8 @@
     mpiexec -n 2 python -m frontends.parallel.train --tp 2 --dtype float64 --out run.json
     python -m frontends.parallel.train --examples          # the two scripts side by side
 
-The model (`LanguageModel`) reads bytes (vocabulary 256, no tokenizer) and predicts the next
-one. It is ordinary single-device code with Megatron's split written on it as annotations:
-in each attention the query, key and value projections are column parallel
-(`parallel(split_dim=1)`) and the output projection row parallel (`split_dim=0`); in each
-MLP fc1 is column and fc2 row parallel. On one device the annotations do nothing; with
-tp > 1 `parallelize` gives each rank its shards, and the copy it returns runs distributed.
+The model is `language_model.LanguageModel` (bytes in, the next byte's logits out, Megatron's
+split written on it as annotations), the text and its batches are `corpus`'s.
 
 A step draws random windows of `data/hardware.txt` (every rank the same window indices,
 from the seed; each dp rank takes its slice of the batch), takes the next-token
@@ -43,14 +39,18 @@ import numpy as np
 import hal
 from frontends import autograd as ag
 from frontends import optim
-from frontends.nn import MLP, Embedding, Layer, LayerNorm, Linear, Sequential
-from frontends.nn.layers import child_seed
-from hal import HalError, ShapeError, Tensor
+from hal import HalError, Tensor
 
-from .annotate import parallel, parallelize
-
-TEXT = Path(__file__).with_name("data") / "hardware.txt"
-VOCAB = 256  # byte-level tokens
+from .annotate import parallelize
+from .corpus import TrainConfigError, batches, load_text
+from .language_model import (
+    VOCAB,
+    Block,
+    CausalSelfAttention,
+    LanguageModel,
+    cross_entropy,
+    generate,
+)
 
 DEFAULTS = {
     "steps": 200, "batch": 8, "seq": 64, "dim": 128, "layers": 2, "heads": 4, "lr": 3e-3,
@@ -59,142 +59,6 @@ DEFAULTS = {
     "sample": 120, "prompt": "The memory ",
 }
 """The keys of a `train` config; dp None means all ranks not used by tp."""
-
-
-class TrainConfigError(HalError):
-    """A training config that cannot run (every rank finds the same one)."""
-
-
-# -- the model ------------------------------------------------------------------------------
-class CausalSelfAttention(Layer):
-    """Multi-head self-attention where position i sees positions <= i; (batch, seq, dim) in
-    and out. Sub-layers query, key, value (column parallel) and out (row parallel)."""
-
-    def __init__(self, dim: int, heads: int, *, dtype=hal.float32, device=None,
-                 seed=None) -> None:
-        super().__init__()
-        if heads < 1 or dim % heads:
-            raise ShapeError(f"CausalSelfAttention: dim {dim} must be a multiple of heads "
-                             f"{heads}")
-        self.heads = heads
-        make = lambda i: Linear(dim, dim, dtype=dtype, device=device,  # noqa: E731
-                                seed=child_seed(seed, i))
-        self.query = parallel(make(0), split_dim=1)
-        self.key = parallel(make(1), split_dim=1)
-        self.value = parallel(make(2), split_dim=1)
-        self.out = parallel(make(3), split_dim=0)
-
-    def forward(self, x: Tensor) -> Tensor:
-        """x (batch, seq, dim) -> (batch, seq, dim)."""
-        batch, seq, dim = x.shape
-        split = (batch, seq, self.heads, dim // self.heads)
-        q, k, v = (hal.permute_dims(hal.reshape(layer(x), split), (0, 2, 1, 3))
-                   for layer in (self.query, self.key, self.value))
-        context = hal.nn.scaled_dot_product_attention(q, k, v, causal=True)
-        return self.out(hal.reshape(hal.permute_dims(context, (0, 2, 1, 3)), (batch, seq, dim)))
-
-
-class Block(Layer):
-    """A pre-LN decoder layer: x + attention(LN(x)), then x + mlp(LN(x)) (hidden 4 * dim,
-    fc1 column and fc2 row parallel)."""
-
-    def __init__(self, dim: int, heads: int, *, dtype=hal.float32, device=None,
-                 seed=None) -> None:
-        super().__init__()
-        self.attention_norm = LayerNorm(dim, dtype=dtype, device=device)
-        self.attention = CausalSelfAttention(dim, heads, dtype=dtype, device=device,
-                                             seed=child_seed(seed, 0))
-        self.mlp_norm = LayerNorm(dim, dtype=dtype, device=device)
-        self.mlp = MLP(dim, 4 * dim, dtype=dtype, device=device, seed=child_seed(seed, 1))
-        parallel(self.mlp.fc1, split_dim=1)
-        parallel(self.mlp.fc2, split_dim=0)
-
-    def forward(self, x: Tensor) -> Tensor:
-        """x (batch, seq, dim) -> (batch, seq, dim)."""
-        x = x + self.attention(self.attention_norm(x))
-        return x + self.mlp(self.mlp_norm(x))
-
-
-class LanguageModel(Layer):
-    """A decoder-only transformer over byte ids: token and learned position embeddings,
-    `layers` Blocks (sub-layer `blocks`), a final LayerNorm and a linear head to `vocab`
-    logits.
-
-    forward(ids) takes integer ids (batch, t) with t <= seq and returns logits
-    (batch, t, vocab); logit i scores the token after position i.
-    """
-
-    def __init__(self, vocab: int = VOCAB, dim: int = 128, heads: int = 4, layers: int = 2,
-                 seq: int = 64, *, dtype=hal.float32, device=None, seed=0) -> None:
-        super().__init__()
-        self.seq = seq
-        self.tokens = Embedding(vocab, dim, dtype=dtype, device=device, seed=child_seed(seed, 0))
-        self.positions = Embedding(seq, dim, dtype=dtype, device=device,
-                                   seed=child_seed(seed, 1))
-        self.blocks = Sequential(*(Block(dim, heads, dtype=dtype, device=device,
-                                         seed=child_seed(seed, 2 + i)) for i in range(layers)))
-        self.norm = LayerNorm(dim, dtype=dtype, device=device)
-        self.head = Linear(dim, vocab, dtype=dtype, device=device, seed=child_seed(seed, 1000))
-
-    def forward(self, ids) -> Tensor:
-        """Logits (batch, t, vocab) of integer ids (batch, t)."""
-        t = ids.shape[-1]
-        if t > self.seq:
-            raise ShapeError(f"LanguageModel: {t} tokens exceed its seq {self.seq}; pass at "
-                             f"most {self.seq} (the last ones) or build it with a larger seq")
-        x = self.tokens(ids) + self.positions(hal.arange(t, device=self.head.weight.device))
-        return self.head(self.norm(self.blocks(x)))
-
-
-def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
-    """The mean over positions of -log softmax(logits)[target]: logits (..., vocab), integer
-    targets (...)."""
-    vocab = logits.shape[-1]
-    one_hot = hal.astype(hal.equal(hal.expand_dims(targets, axis=-1),
-                                   hal.arange(vocab, device=logits.device)), logits.dtype)
-    picked = hal.sum(hal.nn.log_softmax(logits, axis=-1) * one_hot)
-    return -picked / (targets.size if targets.size else 1)
-
-
-def load_text(path: str | Path = TEXT) -> np.ndarray:
-    """The bytes of a text file as uint8 token ids."""
-    return np.frombuffer(Path(path).read_bytes(), dtype=np.uint8)
-
-
-def batches(steps: int, batch: int, seq: int, seed: int = 0, *, part: int = 0,
-            parts: int = 1, text: np.ndarray | None = None, device=None,
-            ) -> Iterator[tuple[Tensor, Tensor]]:
-    """(ids, targets) for each step: `batch` random windows of the text (the shipped one by
-    default), int64 (batch // parts, seq) each, targets shifted by one. Every caller with
-    the same seed draws the same windows; `part` of `parts` is that slice of the batch."""
-    text = load_text() if text is None else text
-    if seq + 1 > len(text):
-        raise TrainConfigError(f"batches: seq {seq} needs a text of at least {seq + 1} bytes; "
-                               f"this one has {len(text)}")
-    if batch % parts:
-        raise TrainConfigError(f"batches: batch {batch} does not split over {parts} parts")
-    rng = np.random.default_rng(seed)
-    mine = slice(part * batch // parts, (part + 1) * batch // parts)
-    offsets = np.arange(seq + 1)
-    for _ in range(steps):
-        starts = rng.integers(0, len(text) - seq, size=batch)[mine]
-        windows = text[starts[:, None] + offsets].astype(np.int64)
-        yield (hal.asarray(windows[:, :-1], device=device),
-               hal.asarray(windows[:, 1:], device=device))
-
-
-def generate(model: LanguageModel, prompt: str, n: int) -> str:
-    """prompt continued by n bytes, each the most likely one (greedy), as text. With a
-    parallelized model every rank of its group must call it."""
-    ids = list(prompt.encode())
-    if not ids:
-        raise HalError("generate: the prompt is empty; give at least one character")
-    device = model.head.weight.device
-    for _ in range(n):
-        window = hal.asarray(np.array([ids[-model.seq:]], dtype=np.int64), device=device)
-        logits = model(window)
-        ids.append(int(np.argmax(logits.numpy()[0, -1])))
-    return bytes(ids).decode("utf-8", errors="replace")
 
 
 # -- training -------------------------------------------------------------------------------
@@ -378,7 +242,7 @@ SINGLE_DEVICE = '''\
 import hal
 from frontends import autograd as ag
 from frontends import optim
-from frontends.parallel.train import LanguageModel, batches, cross_entropy
+from frontends.parallel import LanguageModel, batches, cross_entropy
 
 model = LanguageModel(256, dim=64, heads=4, layers=2, seq=32, seed=0)
 
@@ -402,7 +266,7 @@ import hal
 from frontends import autograd as ag
 from frontends import optim
 from frontends.parallel import DataParallel, Mesh, parallelize
-from frontends.parallel.train import LanguageModel, batches, cross_entropy
+from frontends.parallel import LanguageModel, batches, cross_entropy
 
 mesh = Mesh((1, 2), ("dp", "tp"))
 model = parallelize(LanguageModel(256, dim=64, heads=4, layers=2, seq=32, seed=0), mesh)
@@ -431,8 +295,8 @@ from mpi4py import MPI
 import hal
 from frontends import autograd as ag
 from frontends import optim
+from frontends.parallel import LanguageModel, batches, cross_entropy
 from frontends.parallel.mesh import MPIGroup
-from frontends.parallel.train import LanguageModel, batches, cross_entropy
 from hal import collectives
 
 dp, tp, heads, layers = 1, 2, 4, 2

@@ -11,6 +11,8 @@ import pytest
 
 import hal
 from frontends.parallel import train as lm
+from frontends.parallel.corpus import TrainConfigError, batches
+from frontends.parallel.language_model import LanguageModel, cross_entropy, generate
 
 CPU = {"HAL_DEVICE": "cpu"}  # no probing of the other backends in the ranks
 TINY = {"steps": 3, "batch": 4, "seq": 16, "dim": 32, "heads": 2, "layers": 1, "lr": 1e-2,
@@ -23,27 +25,27 @@ def test_cross_entropy_is_the_mean_negative_log_likelihood():
     logits, targets = rng.standard_normal((2, 3, 5)), rng.integers(0, 5, (2, 3))
     log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     expected = -np.take_along_axis(log_p, targets[..., None], -1).mean()
-    got = lm.cross_entropy(hal.asarray(logits), hal.asarray(targets))
+    got = cross_entropy(hal.asarray(logits), hal.asarray(targets))
     assert float(got) == pytest.approx(expected, rel=1e-12)
 
 
 def test_batches_are_shifted_windows_split_over_parts():
     text = np.arange(50, dtype=np.uint8)
-    (whole, after), = lm.batches(1, 4, 6, seed=3, text=text)
+    (whole, after), = batches(1, 4, 6, seed=3, text=text)
     ids, targets = whole.numpy(), after.numpy()
     assert ids.shape == (4, 6) and np.array_equal(targets, ids + 1)
     assert np.array_equal(np.diff(ids, axis=1), np.ones((4, 5)))  # contiguous windows
-    halves = [next(lm.batches(1, 4, 6, seed=3, text=text, part=p, parts=2))[0].numpy()
+    halves = [next(batches(1, 4, 6, seed=3, text=text, part=p, parts=2))[0].numpy()
               for p in (0, 1)]
     assert np.array_equal(np.concatenate(halves), ids)
 
 
 def test_generate_is_greedy():
-    model = lm.LanguageModel(dim=16, heads=2, layers=1, seq=8, seed=1)
+    model = LanguageModel(dim=16, heads=2, layers=1, seq=8, seed=1)
     bias = np.zeros(256, dtype=np.float32)
     bias[ord("x")] = 1e3  # every position's most likely next byte is "x"
     model.update({"head.bias": hal.asarray(bias)})
-    assert lm.generate(model, "memory", 12) == "memory" + "x" * 12  # windows past seq too
+    assert generate(model, "memory", 12) == "memory" + "x" * 12  # windows past seq too
 
 
 def test_bad_configs_are_refused_with_the_reason():
@@ -57,7 +59,7 @@ def test_bad_configs_are_refused_with_the_reason():
              ({"dtype": "int32"}, 1, "--dtype int32 is not a floating dtype"),
              ({"width": 3}, 1, "unknown key(s) width")]
     for config, ranks, message in cases:
-        with pytest.raises(lm.TrainConfigError) as caught:
+        with pytest.raises(TrainConfigError) as caught:
             lm.check_config(config, ranks)
         assert message in str(caught.value)
     assert lm.check_config({"tp": 2}, 4)["dp"] == 2
