@@ -38,7 +38,7 @@ from benchmarks.figures import finish, measured
 from benchmarks.suites import parallel as suite
 from frontends.parallel import planner
 from frontends.parallel.cost import ALGORITHMS
-from frontends.parallel.train import annotation_lines
+from frontends.parallel.training_scripts import annotation_lines
 
 WARMUP_STEPS = 2  # the first compiles the step's hal.jit graph
 PLANNER_GPUS = (512, 1024, 3072)

@@ -35,7 +35,7 @@ import hal
 from benchmarks.suites import int8, jit, ops, parallel, science
 from benchmarks.workload import Case, NotMeasuredHere, Workload
 from frontends.parallel import planner
-from frontends.parallel.train import annotation_lines
+from frontends.parallel.training_scripts import annotation_lines
 from frontends.science import kdv
 
 KDV_FULL_STEPS = round(kdv.KASSAM_TREFETHEN.t_end / kdv.KASSAM_TREFETHEN.dt)

@@ -16,8 +16,9 @@
   `planner`: projected step time and days to train for dp x tp plans (a projection).
 - `language_model`: LanguageModel (a small transformer over bytes, annotated),
   cross_entropy, generate; `corpus`: the shipped text and its `batches`.
-- `train`: `hal train`, the LM trained on the shipped text; `stepper`: training steps on
-  command, for the `parallel` benchmark suite.
+- `train`: `hal train`, the LM trained on the shipped text; `training_scripts`: that
+  training written for one device, with the annotations and by hand, and the lines they
+  differ in; `stepper`: training steps on command, for the `parallel` benchmark suite.
 """
 
 from .annotate import forward, parallel, parallelize, placements

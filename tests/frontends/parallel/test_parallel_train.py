@@ -13,6 +13,7 @@ import hal
 from frontends.parallel import train as lm
 from frontends.parallel.corpus import TrainConfigError, batches
 from frontends.parallel.language_model import LanguageModel, cross_entropy, generate
+from frontends.parallel.training_scripts import annotation_lines, side_by_side
 
 CPU = {"HAL_DEVICE": "cpu"}  # no probing of the other backends in the ranks
 TINY = {"steps": 3, "batch": 4, "seq": 16, "dim": 32, "heads": 2, "layers": 1, "lr": 1e-2,
@@ -73,14 +74,14 @@ def test_hal_train_is_a_subcommand():
 
 
 def test_annotation_lines_are_counted_honestly():
-    counts = lm.annotation_lines()
+    counts = annotation_lines()
     # added: one import, the mesh, DataParallel; changed: parallelize, the batch slice,
     # dp.sync (the parallelized model is called as the model: model.call_with)
     # by hand: the groups, the shards, the forward with its collectives, the gradient mean
     assert counts == {"single_device_lines": 14, "parallel_lines": 17, "lines_differing": 6,
                       "model_annotation_lines": 6, "manual_lines": 55,
                       "manual_lines_differing": 45}
-    assert "6 of 17 lines differ" in lm.side_by_side()
+    assert "6 of 17 lines differ" in side_by_side()
 
 
 # -- on MPI ranks -----------------------------------------------------------------------------
@@ -145,7 +146,7 @@ def test_bad_options_end_every_rank_with_the_message(run_ranks):
 def test_single_device_and_parallel_scripts_agree(run_ranks):
     out = run_ranks(2, '''
         import contextlib, io
-        from frontends.parallel.train import MANUAL, PARALLEL, SINGLE_DEVICE
+        from frontends.parallel.training_scripts import MANUAL, PARALLEL, SINGLE_DEVICE
         printed = {}
         for name, script in (("single", SINGLE_DEVICE), ("parallel", PARALLEL),
                              ("manual", MANUAL)):
