@@ -16,9 +16,10 @@
   `planner`: projected step time and days to train for dp x tp plans (a projection).
 - `language_model`: LanguageModel (a small transformer over bytes, annotated),
   cross_entropy, generate; `corpus`: the shipped text and its `batches`.
-- `train`: `hal train`, the LM trained on the shipped text; `training_scripts`: that
-  training written for one device, with the annotations and by hand, and the lines they
-  differ in; `stepper`: training steps on command, for the `parallel` benchmark suite.
+- `trainer`: Trainer and `train`, the LM's training over a dp x tp mesh; `train`: the
+  `hal train` command; `training_scripts`: that training written for one device, with the
+  annotations and by hand, and the lines they differ in; `stepper`: training steps on
+  command, for the `parallel` benchmark suite.
 """
 
 from .annotate import forward, parallel, parallelize, placements

@@ -2,7 +2,7 @@
 
     mpiexec -n 2 python -m frontends.parallel.stepper '{"tp": 2, "lr": 0}'
 
-Every rank builds a `Trainer` for the JSON config (keys of `train.DEFAULTS`), then rank 0
+Every rank builds a `Trainer` for the JSON config (keys of `trainer.DEFAULTS`), then rank 0
 reads commands from stdin, one per line, and every rank runs each:
 
     step                        one training step on the first batch of the seed
@@ -34,7 +34,7 @@ import traceback
 import numpy as np
 
 from . import cost
-from .train import Trainer
+from .trainer import Trainer
 
 
 def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:

@@ -1,11 +1,6 @@
-"""`hal train`: a small decoder-only transformer LM on the shipped text, over MPI.
+"""The training `hal train` runs: one rank's `Trainer` and the loop `train` over all ranks.
 
-    mpiexec -n 2 hal train --steps 200                     # dp = 2 (the default: dp = ranks)
-    mpiexec -n 2 python -m frontends.parallel.train --tp 2 --dtype float64 --out run.json
-    python -m frontends.parallel.train --examples          # the two scripts side by side
-
-The model is `language_model.LanguageModel` (bytes in, the next byte's logits out, Megatron's
-split written on it as annotations), the text and its batches are `corpus`'s.
+    result = train({"steps": 200, "tp": 2})                # every rank of the job calls it
 
 A step draws random windows of `data/hardware.txt` (every rank the same window indices,
 from the seed; each dp rank takes its slice of the batch), takes the next-token
@@ -15,20 +10,12 @@ and steps AdamW (or SGD) with a linear warmup and decay. Rank 0 prints a line ev
 `log_every` steps and a summary: loss first -> last, tokens/s and the median time per step
 (over the steps after the first, which traces the graph), the share of those steps' time
 spent inside collectives, and a greedy sample of the trained model (`generate`).
-
-`training_scripts` holds the same training written for one device, with the annotations and
-by hand, and counts the lines in which they differ.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
-import traceback
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 
 import numpy as np
 
@@ -40,7 +27,6 @@ from hal import HalError, Tensor
 from .annotate import parallelize
 from .corpus import TrainConfigError, batches, load_text
 from .language_model import VOCAB, LanguageModel, cross_entropy, generate
-from .training_scripts import side_by_side
 
 DEFAULTS = {
     "steps": 200, "batch": 8, "seq": 64, "dim": 128, "layers": 2, "heads": 4, "lr": 3e-3,
@@ -51,7 +37,6 @@ DEFAULTS = {
 """The keys of a `train` config; dp None means all ranks not used by tp."""
 
 
-# -- training -------------------------------------------------------------------------------
 def check_config(config: Mapping, ranks: int) -> dict:
     """DEFAULTS updated by config, dp filled in; TrainConfigError naming what cannot run."""
     unknown = sorted(set(config) - set(DEFAULTS))
@@ -226,89 +211,3 @@ def summary(result: Mapping) -> str:
         lines.append(f"sample: {result['sample']!r}")
     return "\n".join(lines)
 
-
-# -- the command line -----------------------------------------------------------------------
-def register(subparsers) -> None:
-    """Add `hal train` to the hal command line (the `hal.commands` entry point)."""
-    parser = subparsers.add_parser("train", help="train a small transformer LM over MPI "
-                                                 "(mpiexec -n P hal train ...)")
-    _options(parser)
-    parser.set_defaults(func=run)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m frontends.parallel.train`: parse the options and run."""
-    parser = argparse.ArgumentParser(prog="python -m frontends.parallel.train",
-                                     description=__doc__.split("\n")[0])
-    _options(parser)
-    return run(parser.parse_args(argv))
-
-
-def run(args: argparse.Namespace) -> int:
-    """Train as the options say, rank 0 printing and writing --out. A config that cannot
-    run is reported once, by rank 0; any other failure by the rank it happens on. Either
-    way the whole job is aborted (exit status 2, or 1 with a traceback), so no rank waits."""
-    if args.examples:
-        print(side_by_side())
-        return 0
-    from mpi4py import MPI
-
-    comm = MPI.COMM_WORLD
-    config = {k: v for k, v in vars(args).items() if k in DEFAULTS}
-    try:
-        result = train(config)
-    except TrainConfigError as exc:
-        if comm.Get_rank() != 0:
-            comm.Barrier()  # rank 0, which found the same, reports it and aborts the job
-        _abort(comm, str(exc), 2, everywhere=True)
-    except HalError as exc:
-        _abort(comm, f"{type(exc).__name__}: {exc}", 2)
-    except Exception:
-        _abort(comm, traceback.format_exc().rstrip(), 1)
-    if args.out and comm.Get_rank() == 0:
-        Path(args.out).write_text(json.dumps(result, indent=1))
-    return 0
-
-
-def _abort(comm, message: str, code: int, everywhere: bool = False) -> None:
-    """Print why this rank (or, `everywhere`, every rank) fails, then end every rank."""
-    where = "" if everywhere or comm.Get_size() == 1 else \
-        f"rank {comm.Get_rank()} of {comm.Get_size()}: "
-    print(f"hal train: {where}{message}", file=sys.stderr, flush=True)
-    time.sleep(1.0)  # let the process manager forward the message before the job is killed
-    comm.Abort(code)
-
-
-def _options(parser: argparse.ArgumentParser) -> None:
-    d = DEFAULTS
-    add = parser.add_argument
-    add("--dp", type=int, default=d["dp"], help="data-parallel ranks (default: ranks / tp)")
-    add("--tp", type=int, default=d["tp"], help="tensor-parallel ranks (default 1)")
-    add("--steps", type=int, default=d["steps"])
-    add("--batch", type=int, default=d["batch"], help="windows per step, over all dp ranks")
-    add("--seq", type=int, default=d["seq"], help="bytes per window")
-    add("--dim", type=int, default=d["dim"])
-    add("--layers", type=int, default=d["layers"])
-    add("--heads", type=int, default=d["heads"])
-    add("--lr", type=float, default=d["lr"], help="peak learning rate")
-    add("--optimizer", choices=("adamw", "sgd"), default=d["optimizer"])
-    add("--zero", type=int, choices=(0, 1, 2), default=d["zero"],
-        help="ZeRO stage over dp (1: sharded optimizer state, 2: and gradients)")
-    add("--bucket-mb", dest="bucket_mb", type=float, default=d["bucket_mb"],
-        help="gradient bucket size in MiB (0: one collective per tensor)")
-    add("--seed", type=int, default=d["seed"])
-    add("--dtype", default=d["dtype"])
-    add("--eager", action="store_true", help="run the step op by op instead of hal.jit")
-    add("--debug", action="store_true", help="check every collective across the ranks")
-    add("--timeout", type=float, default=d["timeout"],
-        help="abort the job when a collective takes longer than this (seconds)")
-    add("--log-every", dest="log_every", type=int, default=d["log_every"])
-    add("--sample", type=int, default=d["sample"], help="bytes to generate at the end")
-    add("--prompt", default=d["prompt"])
-    add("--out", help="write the results as JSON to this file")
-    add("--examples", action="store_true",
-        help="print the single-device and parallel scripts side by side and exit")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import hal
-from frontends.parallel import train as lm
 from frontends.parallel.corpus import TrainConfigError, batches
 from frontends.parallel.language_model import LanguageModel, cross_entropy, generate
+from frontends.parallel.train import register, run
+from frontends.parallel.trainer import check_config
 from frontends.parallel.training_scripts import annotation_lines, side_by_side
 
 CPU = {"HAL_DEVICE": "cpu"}  # no probing of the other backends in the ranks
@@ -61,16 +62,16 @@ def test_bad_configs_are_refused_with_the_reason():
              ({"width": 3}, 1, "unknown key(s) width")]
     for config, ranks, message in cases:
         with pytest.raises(TrainConfigError) as caught:
-            lm.check_config(config, ranks)
+            check_config(config, ranks)
         assert message in str(caught.value)
-    assert lm.check_config({"tp": 2}, 4)["dp"] == 2
+    assert check_config({"tp": 2}, 4)["dp"] == 2
 
 
 def test_hal_train_is_a_subcommand():
     parser = argparse.ArgumentParser()
-    lm.register(parser.add_subparsers())
+    register(parser.add_subparsers())
     args = parser.parse_args(["train", "--tp", "2", "--bucket-mb", "0.5", "--zero", "1"])
-    assert args.func is lm.run and (args.tp, args.bucket_mb, args.zero) == (2, 0.5, 1)
+    assert args.func is run and (args.tp, args.bucket_mb, args.zero) == (2, 0.5, 1)
 
 
 def test_annotation_lines_are_counted_honestly():
@@ -88,7 +89,7 @@ def test_annotation_lines_are_counted_honestly():
 @pytest.mark.mpi
 def test_tiny_model_learns_on_one_rank(run_ranks):
     out, = run_ranks(1, f'''
-        from frontends.parallel.train import train
+        from frontends.parallel.trainer import train
         r = train({{**{TINY!r}, "steps": 20}}, log=None)
         emit({{"losses": r["losses"], "tokens": r["tokens_per_second"]}})
     ''', env=CPU)
@@ -102,7 +103,7 @@ def test_tiny_model_learns_on_one_rank(run_ranks):
 # whole job's layout: float64 AdamW through hal.jit (with tp the graph carries the
 # collectives) and float32 SGD op by op.
 PARALLEL_RUN = '''
-from frontends.parallel.train import train
+from frontends.parallel.trainer import train
 runs = {{}}
 for dtype, optimizer, eager in (("float64", "adamw", False), ("float32", "sgd", True)):
     config = {{**{tiny!r}, "dtype": dtype, "optimizer": optimizer, "eager": eager,
