@@ -1,7 +1,8 @@
 """Fused groups on the CPU: each group becomes one compiled loop (numba), or numpy's own ufunc.
 
 An elementwise group becomes ONE numpy ufunc built by `numba.vectorize` from source
-generated out of the body, with the body's input dtypes as its only signature. numpy then
+generated out of the body (each node's expression from the op set's Python table,
+hal/ops/expressions/python.py), with the body's input dtypes as its only signature. numpy then
 does what a hand-written loop would have to: broadcasting (0-d operands, size-1 axes),
 strides and `out=`. The function handed back is the ufunc itself (its `.ufunc`: numba's
 DUFunc wrapper costs ~1.5 us more per call), so a call costs a numpy ufunc call. Against
@@ -55,6 +56,7 @@ import numpy as np
 import hal
 from hal import dtypes as dt
 from hal.compile.graph import REDUCTIONS, Graph, Node
+from hal.ops.expressions import python
 
 _compiled: dict[str, Callable | None] = {}  # body.key() -> function, None when declined
 _ufuncs: dict[str, np.ufunc | None] = {}  # hash of the generated source -> its ufunc
@@ -104,7 +106,8 @@ def _supported(body: Graph) -> bool:
                              for n in body.nodes[r + 1:] for ref in n.inputs):
         return False  # the epilogue sees the reduction's result, not the prologue's values
     for node in elementwise:
-        if node.op not in _OPS or any(ref is None for ref in node.inputs):
+        if any(ref is None for ref in node.inputs) or \
+                not python.has(node.op, body.meta(node.inputs[-1])[1]):
             return False
         if node.op == "power" and dt.is_integer(node.dtype) and not _safe_exponent(body, node):
             return False  # numpy refuses negative integer exponents: node by node says so
@@ -232,9 +235,8 @@ def _source(body: Graph, nodes: list[Node]) -> str:
     for i, node in enumerate(nodes):
         operands = [_name(r) for r in node.inputs]
         operand_dtype = body.meta(node.inputs[-1])[1]  # where: its x; else all equal
-        text, helper = _expression(node, operands, operand_dtype)
-        if helper is not None:
-            helpers[helper] = _helper_source(helper)
+        text, needed = python.render(node.op, operands, operand_dtype, node.dtype)
+        helpers.update(needed)
         lines.append(f"    v{i} = {_cast(node.dtype)}({text})")
     lines.append(f"    return v{len(nodes) - 1}")
     args = ", ".join(f"a{i}" for i in range(len(body.inputs)))
@@ -301,135 +303,3 @@ def _numba_type(d: np.dtype) -> str:
 def _constant_line(i: int, value: np.ndarray) -> str:
     raw = np.ascontiguousarray(value).tobytes().hex()
     return f'c{i} = np.frombuffer(bytes.fromhex("{raw}"), "{value.dtype.name}")[0]  # {value}'
-
-
-def _expression(node: Node, x: list[str], operand: np.dtype) -> tuple[str, str | None]:
-    """numba source of one node over its operands' names, and the helper it calls."""
-    op = node.op
-    if op in _TEMPLATES:
-        return _TEMPLATES[op].format(*x), None
-    if op == "divide" and operand.kind == "c":
-        return f"complex_divide_{operand.name}({x[0]}, {x[1]})", f"complex_divide_{operand.name}"
-    if op == "divide":
-        return f"{x[0]} / {x[1]}", None
-    if op == "power" and operand.kind in "iu":
-        return f"integer_power(np.int64({x[0]}), np.int64({x[1]}))", "integer_power"
-    if op == "power":
-        return f"np.power({x[0]}, {x[1]})", None
-    if op == "abs":
-        return (x[0] if operand.kind == "u" else f"abs({x[0]})"), None
-    if op in ("maximum", "minimum"):
-        keep = ">=" if op == "maximum" else "<="
-        nan = f" or {x[0]} != {x[0]}" if operand.kind == "f" else ""  # NaN wins, as in numpy
-        return f"{x[0]} if {x[0]} {keep} {x[1]}{nan} else {x[1]}", None
-    if op in ("floor_divide", "remainder") and operand.kind == "f":
-        return f"{op}_{operand.name}({x[0]}, {x[1]})", f"{op}_{operand.name}"
-    if op in ("floor_divide", "remainder"):  # integers, in int64 (uint8 included)
-        return f"{op}_int(np.int64({x[0]}), np.int64({x[1]}))", f"{op}_int"
-    if op == "astype" and node.dtype == dt.bool_:
-        return f"{x[0]} != 0", None
-    return x[0], None  # astype: the node's cast converts
-
-
-# Ops whose source is one format over the operands' names, whatever their dtype. complex is
-# the reference's re + 1j * im (an infinite imaginary part makes the real part NaN).
-_TEMPLATES = {
-    "negative": "-{0}", "exp": "np.exp({0})", "log": "np.log({0})", "sqrt": "np.sqrt({0})",
-    "sin": "np.sin({0})", "cos": "np.cos({0})", "tanh": "np.tanh({0})",
-    "erf": "math.erf(np.float64({0}))", "conj": "{0}.conjugate()", "real": "{0}.real",
-    "imag": "{0}.imag", "complex": "{0} + 1j * {1}", "add": "{0} + {1}",
-    "subtract": "{0} - {1}", "multiply": "{0} * {1}", "equal": "{0} == {1}",
-    "less": "{0} < {1}", "greater": "{0} > {1}", "where": "{1} if {0} else {2}",
-}
-_OPS = frozenset(_TEMPLATES) | {"divide", "power", "abs", "maximum", "minimum",
-                                "floor_divide", "remainder", "astype"}
-"""The elementwise ops a group may hold (all of hal.compile.graph.ELEMENTWISE)."""
-
-
-def _helper_source(name: str) -> str:
-    """Source of a numba function the kernel calls (numpy's algorithm for the op)."""
-    base, _, dtype_name = name.rpartition("_")
-    if name in _INTEGER_HELPERS:
-        body = _INTEGER_HELPERS[name]
-    else:
-        real = np.dtype(dtype_name) if base != "complex_divide" else dt.real_dtype(
-            np.dtype(dtype_name))
-        body = _FLOAT_HELPERS[base].format(name=name, T=f"np.{real.name}")
-    return f'@numba.njit(error_model="numpy")\n{body.strip()}'
-
-
-_INTEGER_HELPERS = {
-    "floor_divide_int": '''
-def floor_divide_int(x, y):
-    """numpy: by zero 0; by -1 a wrapping negation (no overflow trap)."""
-    if y == 0:
-        return 0
-    if y == -1:
-        return -x
-    return x // y
-''',
-    "remainder_int": '''
-def remainder_int(x, y):
-    """numpy: by zero (and by -1) 0; the sign of the divisor."""
-    if y == 0 or y == -1:
-        return 0
-    return x % y
-''',
-    "integer_power": '''
-def integer_power(base, exponent):
-    """By squaring, wrapping as numpy's integer power (exponent >= 0)."""
-    result = 1
-    while exponent > 0:
-        if exponent & 1:
-            result *= base
-        base *= base
-        exponent >>= 1
-    return result
-''',
-}
-
-_FLOAT_HELPERS = {
-    "floor_divide": '''
-def {name}(a, b):
-    """numpy's npy_floor_divide, in the operands' precision."""
-    if b == 0:
-        return a / b
-    mod = np.fmod(a, b)
-    div = (a - mod) / b
-    if mod != 0 and (b < 0) != (mod < 0):
-        div -= {T}(1)
-    if div == 0:
-        return np.copysign({T}(0), a / b)
-    floordiv = np.floor(div)
-    if div - floordiv > {T}(0.5):
-        floordiv += {T}(1)
-    return floordiv
-''',
-    "remainder": '''
-def {name}(a, b):
-    """numpy's npy_remainder: the sign of the divisor, a signed zero."""
-    mod = np.fmod(a, b)
-    if b == 0:
-        return mod
-    if mod == 0:
-        return np.copysign({T}(0), b)
-    if (b < 0) != (mod < 0):
-        mod += b
-    return mod
-''',
-    "complex_divide": '''
-def {name}(a, b):
-    """numpy's complex division (Smith's algorithm; by zero inf/nan, never an error)."""
-    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-    abs_br, abs_bi = abs(br), abs(bi)
-    if abs_br >= abs_bi:
-        if abs_br == 0 and abs_bi == 0:
-            return complex(ar / abs_br, ai / abs_br)
-        rat = bi / br
-        scl = {T}(1) / (br + bi * rat)
-        return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
-    rat = br / bi
-    scl = {T}(1) / (bi + br * rat)
-    return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
-''',
-}

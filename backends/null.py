@@ -37,7 +37,8 @@ import hal
 # (a binary kernel broadcasts them itself, to out_shape). out_shape/out_dtype are passed
 # only to kernels that declare them. The op's keyword params (axis, keepdims, ...) arrive
 # as given by the user and validated by the op's rule: see README.md, "Per-op params".
-# float16/bfloat16: compute in float32 and round the result once, as the reference does.
+# float16/bfloat16: compute in float32 and round the result once, as the reference does
+# (hal.ops.in_float32 wraps a kernel on arrays with .astype to do so).
 kernels = hal.KernelTable("null")
 
 

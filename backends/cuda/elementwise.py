@@ -1,9 +1,11 @@
-"""Elementwise ops with cupy's ufuncs: unary, binary, comparisons, where, casts, complex parts,
-floor_divide and remainder.
-
-cupy's ufuncs follow numpy (broadcasting, NaN propagation in maximum/minimum, integer
-powers by squaring, float16 computed in float32 and rounded). bfloat16 is computed in
-float32 (`in_float32`), and moved or selected as its 16-bit pattern, which is exact.
+"""Elementwise ops on CUDA: each an ElementwiseKernel generated from the op set's C expression
+(hal/ops/expressions/c.py, spelled by dialect.py), the same C as the fused groups of
+graph_kernels.py: numpy's semantics (NaN-propagating maximum/minimum, floor division and
+remainder as numpy's divmod, integer arithmetic wrapping, integer powers by squaring).
+cupy broadcasts the operands and compiles each kernel once per op and dtype. float16 and
+bfloat16 compute in float32 and round once (`hal.ops.in_float32`); where, astype, real,
+imag and conj are cupy's own (they select, convert or view: nothing to compute), bfloat16
+moved or selected as its 16-bit pattern, which is exact.
 """
 
 from __future__ import annotations
@@ -13,38 +15,60 @@ import functools
 import numpy as np
 
 from hal import dtypes as dt
+from hal import ops
+from hal.ops.expressions import c
 
-from .table import HALF, accepted, in_float32, register
+from .dialect import DIALECT
+from .table import register
 
-UFUNCS = ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "add", "subtract",
-          "multiply", "divide", "power", "maximum", "minimum", "equal", "less", "greater")
+GENERATED = tuple(n for n in ops.names() if n in c.TABLE and n not in ("where", "real", "imag",
+                                                                         "conj", "gelu"))
+"""The ops whose eager kernels are generated from the C table (all it has but the selection
+and the views, which cupy's own do, and gelu with its approximation parameter)."""
 
 
-def ufunc(name: str):
-    """The kernel calling cupy's ufunc `name` (cupy imported on the first call)."""
+@functools.cache
+def kernel_of(op: str, d: np.dtype, out: np.dtype, operands: int):
+    """The cupy ElementwiseKernel of `op` (or an activation) on `operands` operands of dtype
+    d with result dtype out."""
+    import cupy
 
-    def call(*args):
+    names = [f"a{i}" for i in range(operands)]
+    text, helpers = c.render(op, names, d, out, DIALECT)
+    return cupy.ElementwiseKernel(", ".join(f"{d.name} {n}" for n in names), f"{out.name} out",
+                                  f"out = {text};", f"hal_{op}_{d.name}",
+                                  preamble="".join(dict.fromkeys(helpers)))
+
+
+def generated(op: str):
+    """The eager kernel of an op of the C table: its generated kernel over the operands,
+    writing a new array of the shape and dtype dispatch computed."""
+    key = ops.spec(op).key if op in ops.names() else 0
+
+    @ops.in_float32
+    def run(*arrays, out_shape, out_dtype):
         import cupy
 
-        return getattr(cupy, name)(*args)
+        out = cupy.empty(out_shape, out_dtype)
+        return kernel_of(op, arrays[key].dtype, out.dtype, len(arrays))(*arrays, out)
 
-    call.__doc__ = f"cupy.{name}"
-    return call
-
-
-for _name in UFUNCS:
-    register(_name, accepted(_name, [d for d in dt.ALL if d != dt.bfloat16]))(ufunc(_name))
-    if dt.bfloat16 in accepted(_name):
-        register(_name, [dt.bfloat16])(in_float32(ufunc(_name)))
+    run.__doc__ = f"{op}: the op set's C expression as a cupy ElementwiseKernel"
+    return run
 
 
-@register("erf", accepted("erf"))
-@in_float32
-def erf(x):
-    """cupyx.scipy.special.erf in float32/float64."""
-    from cupyx.scipy.special import erf as _erf
+for _name in GENERATED:
+    register(_name)(generated(_name))
 
-    return _erf(x)
+
+@register("gelu")
+@ops.in_float32
+def gelu(x, *, approximate="none", out_shape, out_dtype):
+    """0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation, one generated kernel."""
+    import cupy
+
+    out = cupy.empty(out_shape, out_dtype)
+    name = "gelu_tanh" if approximate == "tanh" else "gelu"
+    return kernel_of(name, x.dtype, out.dtype, 1)(x, out)
 
 
 def bits(x):
@@ -71,9 +95,9 @@ def astype(x, *, dtype):
     target = dt.dtype(dtype)
     if x.dtype == target:
         return x
-    if x.dtype in HALF and target != dt.float32:
+    if x.dtype in ops.HALF and target != dt.float32:
         x = x.astype(dt.float32)
-    if target in HALF and x.dtype not in (dt.float32, *HALF):
+    if target in ops.HALF and x.dtype not in (dt.float32, *ops.HALF):
         x = x.astype(dt.float32)
     return x.astype(target)
 
@@ -100,80 +124,3 @@ def conj(x):
     import cupy
 
     return cupy.conj(x)
-
-
-@functools.cache
-def _complex_kernel():
-    import cupy
-
-    return cupy.ElementwiseKernel("T re, T im", "C out", "out = C(re, im)", "hal_complex")
-
-
-@register("complex")
-def complex_(re, im):
-    """re + i im, broadcast, as complex64 or complex128."""
-    import cupy
-
-    out = cupy.empty(cupy.broadcast(re, im).shape, dt.complex_dtype(re.dtype))
-    return _complex_kernel()(re, im, out)
-
-
-# floor_divide and remainder: cupy's ufuncs for integers (numpy's semantics: Python's floor
-# and sign of the divisor, division by zero gives 0). For floats cupy computes floor(a / b),
-# which differs from numpy where a / b rounds up to an integer (numpy: 1 // 0.1 == 9, 1 % 0.1
-# == 0.09999999999999995; cupy: 10 and 0), for -1 // inf (numpy -1, remainder inf) and
-# inf // 1 (numpy NaN): this kernel is numpy's npy_divmod, from the exact fmod.
-DIVMOD = r"""
-template <typename T> __device__ T hal_divmod(T a, T b, T* remainder) {
-  T mod = fmod(a, b);
-  if (!b) {
-    *remainder = mod;
-    return a / b;
-  }
-  T div = (a - mod) / b;
-  if (mod) {
-    if ((b < 0) != (mod < 0)) {
-      mod += b;
-      div -= 1;
-    }
-  } else {
-    mod = copysign((T)0, b);
-  }
-  T floordiv;
-  if (div) {
-    floordiv = floor(div);
-    if (div - floordiv > (T)0.5) floordiv += 1;
-  } else {
-    floordiv = copysign((T)0, a / b);
-  }
-  *remainder = mod;
-  return floordiv;
-}
-"""
-_DIVMOD_BODY = {"floor_divide": "T r; q = hal_divmod(a, b, &r);",
-                "remainder": "hal_divmod(a, b, &q);"}
-
-
-@functools.cache
-def _divmod_kernel(op: str):
-    """The float ElementwiseKernel of floor_divide or remainder (operands broadcast)."""
-    import cupy
-
-    return cupy.ElementwiseKernel("T a, T b", "T q", _DIVMOD_BODY[op], f"hal_{op}",
-                                  preamble=DIVMOD)
-
-
-def float_divmod(op: str):
-    """The float32/float64 kernel of floor_divide or remainder, as numpy computes them."""
-
-    def call(a, b):
-        return _divmod_kernel(op)(a, b)
-
-    call.__doc__ = f"{op} by numpy's npy_divmod"
-    return call
-
-
-for _name in ("floor_divide", "remainder"):
-    register(_name, dt.INTEGERS)(ufunc(_name))
-    register(_name, [dt.float32, dt.float64])(float_divmod(_name))
-    register(_name, HALF)(in_float32(float_divmod(_name)))

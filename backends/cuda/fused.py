@@ -3,8 +3,9 @@
 softmax, log_softmax, layer_norm and attention's masked softmax are RawKernels with one
 thread block per row: a row is read, reduced (max and sum, or mean and variance) in
 shared memory and written by the same kernel, which cupy's ReductionKernel cannot do
-(it writes only the reduced values). gelu, silu, sigmoid and linear's bias + activation
-epilogue are ElementwiseKernels; linear and attention take their products from cuBLAS.
+(it writes only the reduced values). linear's bias + activation epilogue is an
+ElementwiseKernel of the op set's C expression (the activations themselves are
+elementwise.py's); linear and attention take their products from cuBLAS.
 float16/bfloat16 run in float32 and round once, as the reference does.
 """
 
@@ -15,7 +16,11 @@ import math
 
 import numpy as np
 
-from .table import in_float32, register
+from hal.ops import in_float32
+from hal.ops.expressions import c
+
+from .dialect import CTYPES, DIALECT
+from .table import register
 
 BLOCK = 256  # threads per row; a power of two (the shared-memory tree halves it)
 
@@ -161,66 +166,16 @@ def layer_norm(x, weight=None, bias=None, *, eps=1e-5):
     return out
 
 
-# Activations as C expressions of `v` (type T), as the op set's references define them.
-ACTIVATIONS = {
-    None: "v",
-    "relu": "(v > (T)0 || v != v) ? v : (T)0",
-    "gelu": "(T)0.5 * v * ((T)1 + erf(v * (T)0.7071067811865476))",
-    "gelu_tanh": "(T)0.5 * v * ((T)1 + tanh((T)0.7978845608028654 * "
-                 "(v + (T)0.044715 * v * v * v)))",
-    "silu": "v / ((T)1 + exp(-v))",
-    "sigmoid": "(T)1 / ((T)1 + exp(-v))",
-    "tanh": "tanh(v)",
-}
-
-
 @functools.cache
-def _unary(activation: str):
-    """y = activation(x), one elementwise kernel."""
+def _epilogue(activation: str | None, d: np.dtype):
+    """y = activation(y + bias) in place on a matmul's output, bias broadcast along rows:
+    the activation is the op set's C expression (as the eager kernels')."""
     import cupy
 
-    return cupy.ElementwiseKernel("T x", "T y", f"const T v = x; y = {ACTIVATIONS[activation]};",
-                                  f"hal_{activation}")
-
-
-@functools.cache
-def _epilogue(activation: str | None):
-    """y = activation(y + bias) in place on a matmul's output, bias broadcast along rows."""
-    import cupy
-
-    return cupy.ElementwiseKernel("T bias", "T y",
-                                  f"const T v = y + bias; y = {ACTIVATIONS[activation]};",
+    value = "v" if activation is None else c.render(activation, ["v"], d, d, DIALECT)[0]
+    return cupy.ElementwiseKernel(f"{d.name} bias", f"{d.name} y",
+                                  f"const {CTYPES[d]} v = y + bias; y = {value};",
                                   f"hal_linear_{activation or 'identity'}")
-
-
-@register("gelu")
-@in_float32
-def gelu(x, *, approximate="none"):
-    """Exact (erf) or tanh-approximated gelu, one kernel."""
-    return _unary("gelu" if approximate == "none" else "gelu_tanh")(x)
-
-
-@register("silu")
-@in_float32
-def silu(x):
-    """x * sigmoid(x), one kernel."""
-    return _unary("silu")(x)
-
-
-@register("sigmoid")
-@in_float32
-def sigmoid(x):
-    """1 / (1 + exp(-x)), one kernel."""
-    return _unary("sigmoid")(x)
-
-
-@register("relu")
-@in_float32
-def relu(x):
-    """max(x, 0) with NaN kept, in the input's dtype."""
-    import cupy
-
-    return cupy.maximum(x, cupy.zeros((), x.dtype))
 
 
 @register("linear")
@@ -232,7 +187,7 @@ def linear(x, weight, bias=None, *, activation=None):
     y = cupy.matmul(x, weight)
     if bias is None and activation is None:
         return y
-    return _epilogue(activation)(cupy.zeros((), y.dtype) if bias is None else bias, y)
+    return _epilogue(activation, y.dtype)(cupy.zeros((), y.dtype) if bias is None else bias, y)
 
 
 @register("scaled_dot_product_attention")

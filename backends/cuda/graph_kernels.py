@@ -3,10 +3,11 @@
 `source(body)` is a pure function (no cupy, no GPU): the CUDA C++ of a RawKernel with one
 thread per output element, each input read at its broadcast offset (index arithmetic
 specialised to the body's shapes: `p[i]` for an input shaped as the output, `p[0]` for a
-0-d one), the body's ops as C++ expressions with numpy's semantics (NaN-propagating
-maximum/minimum, floor_divide/remainder as numpy's divmod with integer division by zero
-0, integer arithmetic wrapping through the unsigned type, complex through cupy's
-complex.cuh as cupy's own ufuncs) and 0-d constants inlined as literals. float16,
+0-d one), the body's ops as the op set's C expressions (hal/ops/expressions/c.py,
+spelled for CUDA by dialect.py: numpy's semantics, NaN-propagating maximum/minimum,
+floor_divide/remainder as numpy's divmod with integer division by zero 0, integer
+arithmetic wrapping through the unsigned type, complex through cupy's complex.cuh, as
+the eager kernels of elementwise.py) and 0-d constants inlined as literals. float16,
 bfloat16 and reduce bodies are declined: they run node by node on cupy's kernels.
 """
 
@@ -20,28 +21,18 @@ import numpy as np
 from hal import dtypes as dt
 from hal import ops
 from hal.compile.graph import Graph
+from hal.ops.expressions import c
 
 from .. import fusion
-from .elementwise import DIVMOD
+from .dialect import CTYPES, DIALECT
 
 BLOCK = 256  # threads per block
 COMPLEX_HEADER = "#include <cupy/complex.cuh>"
-CTYPES = {
-    dt.bool_: "bool", dt.int8: "signed char", dt.uint8: "unsigned char", dt.int32: "int",
-    dt.int64: "long long", dt.float32: "float", dt.float64: "double",
-    dt.complex64: "complex<float>", dt.complex128: "complex<double>",
-}
-UNSIGNED = {dt.int8: "unsigned char", dt.uint8: "unsigned char", dt.int32: "unsigned int",
-            dt.int64: "unsigned long long"}
 _INF_NAN = {  # bit patterns of inf and NaN: no math header constants under NVRTC
     dt.float32: ("__int_as_float(0x7f800000)", "__int_as_float(0x7fc00000)"),
     dt.float64: ("__longlong_as_double(0x7ff0000000000000LL)",
                  "__longlong_as_double(0x7ff8000000000000LL)"),
 }
-_FLOAT_DIVMOD = DIVMOD + """
-template <typename T> __device__ T hal_floor_divide(T a, T b) { T r; return hal_divmod(a, b, &r); }
-template <typename T> __device__ T hal_remainder(T a, T b) { T r; hal_divmod(a, b, &r); return r; }
-"""
 
 
 @dataclass(frozen=True)
@@ -73,84 +64,6 @@ def literal(value, d: np.dtype) -> str:
     return nan if math.isnan(v) else inf if v > 0 else f"(-{inf})"
 
 
-def _wrap(d, a: str, op: str, b: str) -> str:
-    """Integer a op b wrapping as numpy does (unsigned arithmetic: no signed overflow)."""
-    u = UNSIGNED[d]
-    return f"(({CTYPES[d]})(({u}){a} {op} ({u}){b}))"
-
-
-def _expr(op: str, d: np.dtype, out: np.dtype, a: list[str]) -> str:
-    """The C++ expression of an op on operand texts `a` of dtype d (result dtype out)."""
-    x = a[0]
-    integer, complex_ = dt.is_integer(d), dt.is_complex(d)
-    if op == "where":
-        return f"({x} ? {a[1]} : {a[2]})"
-    if op == "astype":
-        return _cast(x, d, out)
-    if op == "complex":
-        return f"{CTYPES[out]}({x}, {a[1]})"
-    if op in ("real", "imag"):
-        return f"{x}.{op}()"
-    if op == "negative":
-        return _wrap(d, "0", "-", x) if integer else f"(-{x})"
-    if op == "abs":
-        if d == dt.uint8:
-            return x
-        if integer:
-            return f"({x} < 0 ? {_wrap(d, '0', '-', x)} : {x})"
-        return f"abs({x})" if complex_ else f"fabs({x})"
-    if len(a) == 1:  # conj exp log sqrt sin cos tanh erf
-        return f"{op}({x})"
-    y = a[1]
-    if op in ("add", "subtract", "multiply"):
-        sym = {"add": "+", "subtract": "-", "multiply": "*"}[op]
-        return _wrap(d, x, sym, y) if integer else f"({x} {sym} {y})"
-    if op in ("maximum", "minimum"):
-        nan = f" || {x} != {x}" if dt.is_floating(d) else ""
-        return f"(({x} {'>' if op == 'maximum' else '<'} {y}{nan}) ? {x} : {y})"
-    if op in ("floor_divide", "remainder"):
-        return f"hal_{op}{'_' + d.name if integer else ''}({x}, {y})"
-    if op == "power":
-        return f"hal_ipow_{d.name}({x}, {y})" if integer else f"pow({x}, {y})"
-    sym = {"divide": "/", "equal": "==", "less": "<", "greater": ">"}[op]
-    return f"({x} {sym} {y})"
-
-
-def _cast(x: str, src: np.dtype, dst: np.dtype) -> str:
-    """x converted from src to dst as numpy converts (float to int through long long)."""
-    if dst == dt.bool_:
-        return f"({x}.real() != 0 || {x}.imag() != 0)" if dt.is_complex(src) else f"({x} != 0)"
-    if dt.is_complex(dst):
-        r = CTYPES[dt.real_dtype(dst)]
-        if dt.is_complex(src):
-            return f"{CTYPES[dst]}(({r}){x}.real(), ({r}){x}.imag())"
-        return f"{CTYPES[dst]}(({r}){x}, ({r})0)"
-    if dt.is_integer(dst) and dt.is_floating(src):
-        return f"(({CTYPES[dst]})(long long){x})"
-    return f"(({CTYPES[dst]}){x})"
-
-
-def _integer_helpers(op: str, d: np.dtype) -> str:
-    """hal_ipow_T (by squaring, wrapping), or hal_floor_divide_T and hal_remainder_T
-    (Python's floor and sign of the divisor; x // 0 and x % 0 are 0; MIN // -1 wraps)."""
-    t, u, n = CTYPES[d], UNSIGNED[d], d.name
-    if op == "power":
-        return (f"__device__ {t} hal_ipow_{n}({t} b, {t} e) {{\n"
-                f"  {u} r = 1, x = ({u})b, m = ({u})e;\n"
-                f"  while (m) {{ if (m & 1) r *= x; x *= x; m >>= 1; }}\n"
-                f"  return ({t})r;\n}}\n")
-    if d == dt.uint8:
-        return (f"__device__ {t} hal_floor_divide_{n}({t} a, {t} b) {{ return b ? a / b : 0; }}\n"
-                f"__device__ {t} hal_remainder_{n}({t} a, {t} b) {{ return b ? a % b : 0; }}\n")
-    return (f"__device__ {t} hal_floor_divide_{n}({t} a, {t} b) {{\n"
-            f"  if (b == 0) return 0;\n  if (b == -1) return {_wrap(d, '0', '-', 'a')};\n"
-            f"  const {t} q = a / b;\n"
-            f"  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n}}\n"
-            f"__device__ {t} hal_remainder_{n}({t} a, {t} b) {{\n"
-            f"  if (b == 0 || b == -1) return 0;\n  const {t} r = a % b;\n"
-            f"  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}}\n")
-
-
 def _supported(body: Graph) -> bool:
     held = [d for _, d in body.inputs] + [n.dtype for n in body.nodes]
     if not set(held) <= set(CTYPES):
@@ -176,13 +89,11 @@ def source(body: Graph) -> KernelSource | None:
     lines += [f"const {CTYPES[d]} x{k} = p{k}[{e}];"
               for k, ((_, d), e) in enumerate(zip(body.inputs, offsets))]
     for k, node in enumerate(body.nodes):
-        d = body.meta(node.inputs[0 if node.op != "where" else 1])[1]
-        if node.op in ("floor_divide", "remainder", "power") and dt.is_integer(d):
-            helpers[_integer_helpers(node.op, d)] = None
-        elif node.op in ("floor_divide", "remainder"):
-            helpers[_FLOAT_DIVMOD] = None
+        d = body.meta(node.inputs[ops.spec(node.op).key])[1]
         args = [fusion.operand(body, ref, literal) for ref in node.inputs]
-        lines.append(f"const {CTYPES[node.dtype]} v{k} = {_expr(node.op, d, node.dtype, args)};")
+        text, needed = c.render(node.op, args, d, node.dtype, DIALECT)
+        helpers.update(dict.fromkeys(needed))
+        lines.append(f"const {CTYPES[node.dtype]} v{k} = {text};")
     lines.append(f"out[i] = v{len(body.nodes) - 1};")
     dtypes = [body.nodes[-1].dtype] + [d for _, d in body.inputs]
     params = [f"{CTYPES[dtypes[0]]}* __restrict__ out"]

@@ -10,8 +10,9 @@ import math
 
 from hal import dtypes as dt
 from hal import shapes
+from hal.ops import in_float32
 
-from .table import in_float32, register
+from .table import register
 
 
 @register("sum")

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from hal import dtypes as dt
+from hal.ops import in_float32
 
-from .table import in_float32, register
+from .table import register
 
 
 def _keys(x):

@@ -2,147 +2,32 @@
 numpy computes them too), where, casts, complex parts, and fused composites (activations,
 the isnan/isinf/isfinite predicates and clip: each chain of primitives one kernel).
 
-An expression is written once per dtype family here; `strided.run` wraps it in a kernel
-that broadcasts by strides. `fused(device, expr, *arrays)` is the same engine for any
-expression, the backend's answer to chains of elementwise ops such as a*b + c.
+Each expression is the op set's (hal/ops/expressions/c.py, spelled for OpenCL by
+dialect.py), so these eager kernels and the fused groups of graph_kernels.py compute the
+same C; `strided.run` wraps it in a kernel that broadcasts by strides.
+`fused(device, expr, *arrays)` is the same engine for any expression, the backend's answer
+to chains of elementwise ops such as a*b + c.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
-from hal import HalError, UnsupportedDType, ops
-from hal import dtypes as dt
+from hal import UnsupportedDType, ops
+from hal.ops.expressions import c
 
-from . import cltypes, complex_math, strided
-from .table import kernels, supported
-
-
-def _wrapping(d, op, a, b=None):
-    """Integer arithmetic that wraps like numpy (through the unsigned type: no C overflow UB)."""
-    u = cltypes.UNSIGNED[d]
-    if b is None:
-        return f"({cltypes.storage(d)})(({u})0 {op} ({u}){a})"
-    return f"({cltypes.storage(d)})(({u}){a} {op} ({u}){b})"
+from . import strided
+from .dialect import DIALECT
+from .table import kernels
 
 
-def _pick(cmp, d, a="a0", b="a1"):
-    """maximum/minimum; for floats a NaN in a wins (a NaN in b loses the comparison)."""
-    nan = f" || {a} != {a}" if dt.is_floating(d) else ""
-    return f"(({a} {cmp} {b}{nan}) ? {a} : {b})"
-
-
-PREDICATES = {"isnan": ("isnan", "||", "0"), "isinf": ("isinf", "||", "0"),
-              "isfinite": ("isfinite", "&&", "1")}
-
-
-def unary_expr(name: str, d: np.dtype) -> str:
-    """The C expression of a unary op on `a0` of dtype d."""
-    if name in PREDICATES:
-        fn, join, integer = PREDICATES[name]
-        if dt.is_complex(d):
-            return f"({fn}(a0.real) {join} {fn}(a0.imag))"
-        return integer if dt.is_integer(d) else f"{fn}(a0)"
-    if dt.is_complex(d):
-        p = cltypes.cprefix(d)
-        if name in complex_math.UNARY:
-            return f"hal_{p}_{name}(a0)"
-        return {"negative": f"{p}_neg(a0)", "abs": f"{p}_abs(a0)", "real": "a0.real",
-                "imag": "a0.imag", "conj": f"{p}_conj(a0)"}.get(name, f"{p}_{name}(a0)")
-    if name == "negative":
-        return _wrapping(d, "-", "a0") if dt.is_integer(d) else "-a0"
-    if name == "abs":
-        return "abs(a0)" if dt.is_integer(d) else "fabs(a0)"
-    return f"{name}(a0)"
-
-
-def binary_expr(name: str, d: np.dtype) -> str:
-    """The C expression of a binary op on `a0`, `a1` of dtype d."""
-    if dt.is_complex(d):
-        p = cltypes.cprefix(d)
-        if name == "equal":
-            return "(a0.real == a1.real && a0.imag == a1.imag)"
-        if name in complex_math.BINARY:
-            return f"hal_{p}_{complex_math.BINARY[name]}(a0, a1)"
-        fn = {"subtract": "sub", "multiply": "mul"}.get(name, name)
-        return f"{p}_{fn}(a0, a1)"
-    if name in ("add", "subtract", "multiply"):
-        sym = {"add": "+", "subtract": "-", "multiply": "*"}[name]
-        return _wrapping(d, sym, "a0", "a1") if dt.is_integer(d) else f"a0 {sym} a1"
-    if name == "divide":
-        return "a0 / a1"
-    if name == "power":
-        return f"ipow_{cltypes.storage(d)}(a0, a1)" if dt.is_integer(d) else "pow(a0, a1)"
-    if name in ("maximum", "minimum"):
-        return _pick(">" if name == "maximum" else "<", d)
-    if name in ("floor_divide", "remainder"):
-        return f"hal_{name}_{cltypes.compute(d)}(a0, a1)"
-    return "a0 " + {"equal": "==", "less": "<", "greater": ">"}[name] + " a1"
-
-
-@functools.cache
-def ipow_helper(d) -> str:
-    """A helper for integer powers by squaring, wrapping as numpy does. Negative exponents
-    never get here: dispatch refuses them first (the power op's domain, hal/ops/elementwise.py)."""
-    t, u = cltypes.storage(d), cltypes.UNSIGNED[d]
-    return (f"inline {t} ipow_{t}({t} b, {t} e) {{\n"
-            f"  {u} r = 1, x = ({u})b, m = ({u})e;\n"
-            f"  while (m) {{ if (m & 1) r *= x; x *= x; m >>= 1; }}\n"
-            f"  return ({t})r;\n}}\n")
-
-
-@functools.cache
-def floor_division_helpers(d) -> str:
-    """hal_floor_divide_T and hal_remainder_T: Python's floor division and modulo as numpy
-    computes them. Integers: x // 0 and x % 0 are 0, MIN // -1 wraps to MIN (C's division
-    would trap). Floats: numpy's npy_divmod (fmod, then the quotient rounded to the floor)."""
-    t = cltypes.compute(d)
-    if dt.is_integer(d):
-        if d == dt.uint8:
-            return (f"inline {t} hal_floor_divide_{t}({t} a, {t} b) {{ return b ? a / b : 0; }}\n"
-                    f"inline {t} hal_remainder_{t}({t} a, {t} b) {{ return b ? a % b : 0; }}\n")
-        neg = _wrapping(d, "-", "a")
-        return (f"inline {t} hal_floor_divide_{t}({t} a, {t} b) {{\n"
-                f"  if (b == 0) return 0;\n  if (b == -1) return {neg};\n"
-                f"  const {t} q = a / b;\n"
-                f"  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n}}\n"
-                f"inline {t} hal_remainder_{t}({t} a, {t} b) {{\n"
-                f"  if (b == 0 || b == -1) return 0;\n  const {t} r = a % b;\n"
-                f"  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}}\n")
-    return (f"inline {t} hal_divmod_{t}({t} a, {t} b, {t} *mod) {{\n"
-            f"  {t} m = fmod(a, b);\n"
-            f"  if (b == 0) {{ *mod = m; return a / b; }}\n"
-            f"  {t} div = (a - m) / b;\n"
-            f"  if (m != 0) {{ if ((b < 0) != (m < 0)) {{ m += b; div -= ({t})1; }} }}\n"
-            f"  else m = copysign(({t})0, b);\n"
-            f"  {t} floordiv;\n"
-            f"  if (div != 0) {{\n    floordiv = floor(div);\n"
-            f"    if (div - floordiv > ({t})0.5) floordiv += ({t})1;\n  }}\n"
-            f"  else floordiv = copysign(({t})0, a / b);\n"
-            f"  *mod = m;\n  return floordiv;\n}}\n"
-            f"inline {t} hal_floor_divide_{t}({t} a, {t} b) {{ {t} m; "
-            f"return hal_divmod_{t}(a, b, &m); }}\n"
-            f"inline {t} hal_remainder_{t}({t} a, {t} b) {{ {t} m; "
-            f"hal_divmod_{t}(a, b, &m); return m; }}\n")
-
-
-def cast_expr(src: np.dtype, dst: np.dtype) -> str:
-    """The C expression converting `a0` of src to the compute type of dst, as numpy casts."""
-    if dst == dt.bool_:
-        return "(a0.real != 0 || a0.imag != 0)" if dt.is_complex(src) else "(a0 != 0)"
-    if dt.is_complex(dst):
-        p, r = cltypes.cprefix(dst), cltypes.real_compute(dst)
-        if dt.is_complex(src):
-            return f"{p}_new(({r})a0.real, ({r})a0.imag)"
-        return f"{p}_new(({r})a0, 0)"
-    if dt.is_integer(dst) and dt.is_floating(src):
-        return f"({cltypes.storage(dst)})(long)a0"
-    if dst == dt.float16:  # vstore_half_rte rounds float and double once, correctly
-        return "a0" if dt.is_floating(src) else "(float)a0"
-    return f"({cltypes.compute(dst)})a0"
+def expression(op: str, operands, d: np.dtype, out: np.dtype) -> tuple[str, str]:
+    """(the OpenCL C of `op` over operand texts, the helper source it needs) for key operand
+    dtype d and result dtype out: the op set's C table (hal/ops/expressions/c.py)."""
+    text, helpers = c.render(op, operands, d, out, DIALECT)
+    return text, "".join(helpers)
 
 
 class Mapped:
@@ -205,123 +90,54 @@ def fused(device, expr: str, *arrays, out_dtype=None):
     return map_arrays(device, "fused", expr, arrays, out_dtype or d)
 
 
-# -- registrations ----------------------------------------------------------------------
-def _unary_kernel(name):
-    def prepared(device, x):
-        helpers = complex_math.helpers(x.dtype) if dt.is_complex(x.dtype) else ""
-        return prepare(device, name, unary_expr(name, x.dtype), [x], ops.spec(name).meta(x)[1],
-                       helpers=helpers)
+# -- registrations: every op of the C table, and the composites built from its expressions --
+def _kernel(name: str):
+    """The kernel of an op of the C table: one prepared kernel per operand shapes and dtypes
+    (device.cache), the result's shape and dtype as dispatch computed them."""
+    key_operand = ops.spec(name).key
 
-    def kernel(device, x):
-        key = ("op", name, x.shape, x.dtype)
+    def kernel(device, *arrays, out_shape, out_dtype):
+        key = ("op", name, out_dtype, tuple([(a.shape, a.dtype) for a in arrays]))
         found = device.cache.get(key)
         if found is None:
-            found = device.cache[key] = prepared(device, x)
-        return found((x,))
+            text, helpers = expression(name, [f"a{i}" for i in range(len(arrays))],
+                                       arrays[key_operand].dtype, out_dtype)
+            found = device.cache[key] = prepare(device, name, text, arrays, out_dtype,
+                                                shape=out_shape, helpers=helpers)
+        return found(arrays)
 
     return kernel
 
 
-def _binary_kernel(name):
-    def prepared(device, a, b):
-        d = a.dtype
-        helpers = ""
-        if dt.is_complex(d):
-            helpers = complex_math.helpers(d)
-        elif name == "power" and dt.is_integer(d):
-            helpers = ipow_helper(d)
-        elif name in ("floor_divide", "remainder"):
-            helpers = floor_division_helpers(d)
-        return prepare(device, name, binary_expr(name, d), [a, b],
-                       ops.spec(name).meta(a, b)[1], helpers=helpers)
-
-    def kernel(device, a, b):
-        key = ("op", name, a.shape, a.dtype, b.shape, b.dtype)
-        found = device.cache.get(key)
-        if found is None:
-            found = device.cache[key] = prepared(device, a, b)
-        return found((a, b))
-
-    return kernel
+for _name in ops.names():
+    if _name in c.TABLE and _name != "gelu":  # gelu has its approximation parameter
+        kernels.register(_name)(_kernel(_name))
 
 
-for _name in ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "erf",
-              "real", "imag", "conj", "isnan", "isinf", "isfinite"):
-    kernels.register(_name, supported(_name))(_unary_kernel(_name))
-
-for _name in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
-              "equal", "less", "greater", "floor_divide", "remainder"):
-    kernels.register(_name, supported(_name))(_binary_kernel(_name))
-
-
-@kernels.register("where", supported("where"))
-def where(device, cond, x, y):
-    """Elements of x where cond, else of y, broadcast together."""
-    return map_arrays(device, "where", "a0 ? a1 : a2", [cond, x, y], x.dtype)
+@kernels.register("gelu")
+def gelu(device, x, *, approximate="none", out_shape, out_dtype):
+    """0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation, in one pass."""
+    name = "gelu_tanh" if approximate == "tanh" else "gelu"
+    text, helpers = expression(name, ["a0"], x.dtype, out_dtype)
+    return map_arrays(device, name, text, [x], out_dtype, shape=out_shape, helpers=helpers)
 
 
-@kernels.register("clip", supported("clip"))
-def clip(device, x, lo=None, hi=None):
+@kernels.register("clip")
+def clip(device, x, lo=None, hi=None, *, out_shape, out_dtype):
     """x limited to [lo, hi] (either may be absent), broadcast; NaN in any operand wins."""
-    expr, arrays = "a0", [x]
-    for bound, cmp in ((lo, ">"), (hi, "<")):
+    text, arrays = "a0", [x]
+    for bound, pick in ((lo, "maximum"), (hi, "minimum")):
         if bound is not None:
             arrays.append(bound)
-            expr = _pick(cmp, x.dtype, f"({expr})", f"a{len(arrays) - 1}")
-    return map_arrays(device, "clip", expr, arrays, x.dtype)
+            text = expression(pick, [text, f"a{len(arrays) - 1}"], x.dtype, out_dtype)[0]
+    return map_arrays(device, "clip", text, arrays, out_dtype, shape=out_shape)
 
 
-@kernels.register("astype", supported("astype"))
-def astype(device, x, *, dtype):
+@kernels.register("astype")
+def astype(device, x, *, dtype, out_shape, out_dtype):
     """x converted to dtype as numpy converts."""
-    target = dt.dtype(dtype)
-    if target == x.dtype:
+    if out_dtype == x.dtype:
         return x
-    device.check_dtype(target, "astype")
-    return map_arrays(device, "astype", cast_expr(x.dtype, target), [x], target)
-
-
-@kernels.register("complex")
-def complex_(device, re, im):
-    """re + 1j*im, broadcast."""
-    out = dt.complex_dtype(re.dtype)
-    return map_arrays(device, "complex", f"{cltypes.cprefix(out)}_new(a0, a1)", [re, im], out)
-
-
-# -- fused activations (composites) --------------------------------------------------------
-def activation_expr(name: str | None, d: np.dtype, v: str = "a0") -> str:
-    """The C expression of an activation on `v` of real dtype d (None: identity)."""
-    c = cltypes.literal
-    if name is None:
-        return v
-    if name == "relu":
-        if dt.is_integer(d):
-            return f"max({v}, ({cltypes.compute(d)})0)"
-        return f"(({v} > 0 || {v} != {v}) ? {v} : {c(d, 0)})"
-    if name == "sigmoid":
-        return f"({c(d, 1)} / ({c(d, 1)} + exp(-{v})))"
-    if name == "silu":
-        return f"({v} / ({c(d, 1)} + exp(-{v})))"
-    if name == "tanh":
-        return f"tanh({v})"
-    if name == "gelu":
-        return f"({c(d, 0.5)} * {v} * ({c(d, 1)} + erf({v} * {c(d, math.sqrt(0.5))})))"
-    if name == "gelu_tanh":
-        inner = f"{c(d, math.sqrt(2 / math.pi))} * ({v} + {c(d, 0.044715)} * {v} * {v} * {v})"
-        # 0.5 * (1 + tanh(u)) as 1 / (1 + exp(-2u)): exactly 0 at u = -inf, where
-        # 1 + tanh(u) cancels to rounding noise
-        return f"({v} / ({c(d, 1)} + exp({c(d, -2)} * ({inner}))))"
-    raise HalError(f"linear: activation {name!r} has no OpenCL expression; use one of "
-                   f"relu, sigmoid, silu, tanh, gelu, gelu_tanh")
-
-
-def _activation_kernel(name):
-    def kernel(device, x, **params):
-        act = "gelu_tanh" if name == "gelu" and params.get("approximate") == "tanh" else name
-        return map_arrays(device, name, activation_expr(act, x.dtype), [x], x.dtype)
-
-    return kernel
-
-
-for _name in ("relu", "sigmoid", "silu", "gelu"):
-    kernels.register(_name, supported(_name))(_activation_kernel(_name))
+    device.check_dtype(out_dtype, "astype")
+    text, helpers = expression("astype", ["a0"], x.dtype, out_dtype)
+    return map_arrays(device, "astype", text, [x], out_dtype, shape=out_shape, helpers=helpers)

@@ -20,12 +20,11 @@ import math
 import numpy as np
 
 from hal import dtypes as dt
-from hal import ops
 
 from . import cltypes, vkfft
 from .elementwise import map_arrays
 from .movement import slice_
-from .table import kernels, supported
+from .table import kernels
 
 FORWARD, INVERSE = -1.0, 1.0
 
@@ -335,13 +334,13 @@ def transform(device, x, axes, sign: float, norm):
     return x
 
 
-@kernels.register("fftn", supported("fftn"))
+@kernels.register("fftn")
 def fftn(device, x, *, axes, norm=None):
     """N-d forward DFT over axes."""
     return transform(device, x, [a % x.ndim for a in axes], FORWARD, norm)
 
 
-@kernels.register("ifftn", supported("ifftn"))
+@kernels.register("ifftn")
 def ifftn(device, x, *, axes, norm=None):
     """N-d inverse DFT over axes."""
     return transform(device, x, [a % x.ndim for a in axes], INVERSE, norm)
@@ -364,7 +363,7 @@ def _real_route(device, shape: tuple, d: np.dtype, axes, n, norm, inverse: bool)
     return found
 
 
-@kernels.register("rfftn", supported("rfftn"))
+@kernels.register("rfftn")
 def rfftn(device, x, *, axes, norm=None):
     """Real-input transform: complex transform of the last axis, kept to n//2 + 1, then the rest.
     A plan in local memory does the last axis in one kernel (real loads, half the stores)."""
@@ -399,8 +398,8 @@ def hermitian_source(d) -> str:
 """
 
 
-@kernels.register("irfftn", supported("irfftn"))
-def irfftn(device, x, *, axes, n, norm=None):
+@kernels.register("irfftn")
+def irfftn(device, x, *, axes, n, norm=None, out_shape, out_dtype):
     """Inverse of rfftn: inverse transforms of the other axes, then the Hermitian last axis
     (one kernel when its plan runs in local memory: Hermitian loads, real stores)."""
     axes, fused, scale = _real_route(device, x.shape, x.dtype, axes, n, norm, True)
@@ -418,5 +417,4 @@ def irfftn(device, x, *, axes, n, norm=None):
         device.run_items(kernel, rows * n, z.base_data, z.offset // z.dtype.itemsize,
                          z.shape[last], full.base_data, n, inner)
     full = transform(device, full, [last], INVERSE, norm)
-    return map_arrays(device, "irfftn", "a0.real", [full], ops.spec("irfftn").meta(x, axes=axes,
-                      n=n, norm=norm)[1])
+    return map_arrays(device, "irfftn", "a0.real", [full], out_dtype)

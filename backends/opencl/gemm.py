@@ -22,8 +22,8 @@ from hal import dtypes as dt
 from hal import shapes
 
 from . import cltypes
-from .elementwise import activation_expr
-from .table import kernels, supported
+from .elementwise import expression
+from .table import kernels
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,8 @@ class Variant:
         if self.ep.activation:
             return (f"{{ const {cltypes.compute(self.out)} v = {value}; "
                     + cltypes.store(self.out, "C", index,
-                                    activation_expr(self.ep.activation, self.out, "v")) + " }")
+                                    expression(self.ep.activation, ["v"], self.out,
+                                               self.out)[0]) + " }")
         return cltypes.store(self.out, "C", index, value)
 
     def head(self) -> str:
@@ -312,20 +313,20 @@ def _zeros(device, out):
     return map_arrays(device, "matmul", "a0", [zero], out.dtype, shape=out.shape)
 
 
-@kernels.register("matmul", supported("matmul"))
+@kernels.register("matmul")
 def matmul(device, a, b):
     """numpy.matmul: batched, broadcasting, 1-d operands promoted and removed."""
     return gemm(device, "matmul", a, b, out_dtype=a.dtype)
 
 
-@kernels.register("qmatmul", supported("qmatmul"))
+@kernels.register("qmatmul")
 def qmatmul(device, a, b, *, a_zero_point=0, b_zero_point=0):
     """(a - a_zero_point) @ (b - b_zero_point) on int8/uint8, accumulated in int32."""
     return gemm(device, "qmatmul", a, b, out_dtype=dt.int32,
                 quant_zero_points=(a_zero_point, b_zero_point))
 
 
-@kernels.register("linear", supported("linear"))
+@kernels.register("linear")
 def linear(device, x, weight, bias=None, *, activation=None):
     """activation(x @ weight + bias) in one kernel (the epilogue runs in the store)."""
     return gemm(device, "linear", x, weight, out_dtype=x.dtype, bias=bias,

@@ -3,8 +3,8 @@
 An elementwise body becomes a kernel of one work-item per output element: each input is
 read at its broadcast offset (index arithmetic specialised to the body's shapes:
 `x[i]` for an input shaped as the output, `x[0]` for a 0-d one), the body's ops are the
-C expressions the node-by-node kernels use (elementwise.py, complex_math.py: the same
-NaN, integer-division and complex semantics), 0-d constants are literals, float16 values
+C expressions the node-by-node kernels use (the op set's C table through elementwise.py:
+the same NaN, integer-division and complex semantics), 0-d constants are literals, float16 values
 are rounded to half after each op as the node-by-node kernels store them. A reduce body
 (an elementwise prologue feeding one sum/max/min, maybe an elementwise epilogue after it)
 becomes reduce.py's kernel with the prologue computed where it loads an element and the
@@ -19,7 +19,6 @@ callable only sets arguments and enqueues.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import replace
 
 import numpy as np
@@ -29,7 +28,7 @@ from hal import ops
 from hal.compile.graph import REDUCTIONS, Graph, Node
 
 from .. import fusion
-from . import cltypes, complex_math, elementwise, reduce
+from . import cltypes, elementwise, reduce
 
 _HALF = """
 inline float hal_half(float v) {  /* v rounded to the nearest half, as a store rounds */
@@ -39,7 +38,6 @@ inline float hal_half(float v) {  /* v rounded to the nearest half, as a store r
 }
 """
 _HALF_FROM_DOUBLE = _HALF.replace("hal_half(float", "hal_half_d(double")
-_PLACEHOLDER = re.compile(r"\ba(\d)\b")
 
 
 def compile_fused(device, body: Graph):
@@ -94,35 +92,23 @@ def literal(value, d: np.dtype) -> str:
     return f"(({cltypes.compute(d)}){text})"
 
 
-def _template(body: Graph, node) -> str:
-    """The node's C expression over placeholders a0, a1, ... (elementwise.py's)."""
-    d = body.meta(node.inputs[0])[1]
-    if node.op == "where":
-        return "a0 ? a1 : a2"
-    if node.op == "astype":
-        return elementwise.cast_expr(d, dt.dtype(node.params["dtype"]))
-    if node.op == "complex":
-        return f"{cltypes.cprefix(node.dtype)}_new(a0, a1)"
-    if len(node.inputs) == 1:
-        return elementwise.unary_expr(node.op, d)
-    return elementwise.binary_expr(node.op, d)
+def _key_dtype(body: Graph, node) -> np.dtype:
+    """The dtype of the operand that selects the node's expression (x, for where)."""
+    return body.meta(node.inputs[ops.spec(node.op).key])[1]
 
 
 def _helpers(body: Graph, more=()) -> str:
     """The helper functions the body's expressions call (and `more`), each once."""
     found = dict.fromkeys(more)  # ordered set
     for node in body.nodes:
-        d = body.meta(node.inputs[0])[1]
         if node.op in REDUCTIONS:
             continue
-        if dt.is_complex(d) and (node.op in complex_math.UNARY or node.op in complex_math.BINARY):
-            found[complex_math.helpers(d)] = None
-        elif node.op == "power" and dt.is_integer(d):
-            found[elementwise.ipow_helper(d)] = None
-        elif node.op in ("floor_divide", "remainder"):
-            found[elementwise.floor_division_helpers(d)] = None
+        d = _key_dtype(body, node)
+        operands = [f"a{i}" for i in range(len(node.inputs))]
+        found[elementwise.expression(node.op, operands, d, node.dtype)[1]] = None
         if node.dtype == dt.float16:
-            found[_HALF_FROM_DOUBLE if d == dt.float64 else _HALF] = None
+            found[_HALF_FROM_DOUBLE if body.meta(node.inputs[0])[1] == dt.float64
+                  else _HALF] = None
     return "".join(found)
 
 
@@ -131,8 +117,7 @@ def _node_lines(body: Graph, nodes) -> list[str]:
     lines = []
     for k, node in nodes:
         args = [fusion.operand(body, ref, literal) for ref in node.inputs]
-        expr = _PLACEHOLDER.sub(lambda m, args=args: args[int(m.group(1))],
-                                _template(body, node))
+        expr = elementwise.expression(node.op, args, _key_dtype(body, node), node.dtype)[0]
         d, t = node.dtype, cltypes.compute(node.dtype)
         if d == dt.float16:
             double = body.meta(node.inputs[0])[1] == dt.float64

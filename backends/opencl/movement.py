@@ -9,7 +9,7 @@ import math
 from hal import shapes
 
 from . import cltypes, strided
-from .table import kernels, supported
+from .table import kernels
 
 
 def copy(device, op: str, source: strided.View, shape) -> object:
@@ -19,13 +19,13 @@ def copy(device, op: str, source: strided.View, shape) -> object:
     return out
 
 
-@kernels.register("reshape", supported("reshape"))
+@kernels.register("reshape")
 def reshape(device, x, *, shape):
     """The same buffer seen in a new shape (tensors are contiguous: no copy)."""
     return device.view(x, shapes.reshape("reshape", x.shape, shape))
 
 
-@kernels.register("permute_dims", supported("permute_dims"))
+@kernels.register("permute_dims")
 def permute_dims(device, x, *, axes):
     """Axes reordered, copied into a contiguous array."""
     view = strided.dense(x)
@@ -34,13 +34,13 @@ def permute_dims(device, x, *, axes):
                 strided.View(x, tuple(view.strides[a] for a in axes), view.offset), shape)
 
 
-@kernels.register("broadcast_to", supported("broadcast_to"))
+@kernels.register("broadcast_to")
 def broadcast_to(device, x, *, shape):
     """x broadcast to shape, materialised."""
     return copy(device, "broadcast_to", strided.broadcast(x, tuple(shape)), tuple(shape))
 
 
-@kernels.register("slice", supported("slice"))
+@kernels.register("slice")
 def slice_(device, x, *, bounds):
     """A strided slice: one (start, step, count) per axis, copied out."""
     view = strided.dense(x)
@@ -51,7 +51,7 @@ def slice_(device, x, *, bounds):
                 tuple(count for _, _, count in bounds))
 
 
-@kernels.register("concat", supported("concat"))
+@kernels.register("concat")
 def concat(device, *xs, axis=0):
     """Tensors joined along an axis: each one copied into its band of the output."""
     axis %= xs[0].ndim
@@ -116,7 +116,7 @@ def _gather_kernel(device, op: str, x, out_shape, before, mode: str):
     return device.build(op, source, "gather"), tail
 
 
-@kernels.register("pad", supported("pad"))
+@kernels.register("pad")
 def pad(device, x, *, pad_width, mode="constant", value=0):
     """x padded per axis by (before, after): constant value, edge values, or wrapped."""
     if x.ndim == 0:
@@ -125,7 +125,7 @@ def pad(device, x, *, pad_width, mode="constant", value=0):
     return gather(device, "pad", x, shape, [b for b, _ in pad_width], mode, value)
 
 
-@kernels.register("roll", supported("roll"))
+@kernels.register("roll")
 def roll(device, x, *, shift, axis=None):
     """Elements shifted cyclically along axes (flattened when axis is None)."""
     if axis is None:

@@ -18,7 +18,7 @@ from hal import dtypes as dt
 
 from . import cltypes
 from .gemm import gemm
-from .table import kernels, supported
+from .table import kernels
 
 
 def _row_source(d, out_d, kind: str, group: int, weight: bool, bias: bool, causal: bool) -> str:
@@ -116,25 +116,25 @@ def rows(device, op: str, kind: str, x, axis: int, *, weight=None, bias=None, ep
     return out
 
 
-@kernels.register("softmax", supported("softmax"))
+@kernels.register("softmax")
 def softmax(device, x, *, axis=-1):
     """exp(x - max) / sum along axis, one kernel."""
     return rows(device, "softmax", "softmax", x, axis if x.ndim else 0)
 
 
-@kernels.register("log_softmax", supported("log_softmax"))
+@kernels.register("log_softmax")
 def log_softmax(device, x, *, axis=-1):
     """x - max - log(sum(exp(x - max))) along axis, one kernel."""
     return rows(device, "log_softmax", "log_softmax", x, axis if x.ndim else 0)
 
 
-@kernels.register("layer_norm", supported("layer_norm"))
+@kernels.register("layer_norm")
 def layer_norm(device, x, weight=None, bias=None, *, eps=1e-5):
     """(x - mean) / sqrt(var + eps) * weight + bias over the last axis, one kernel."""
     return rows(device, "layer_norm", "layer_norm", x, -1, weight=weight, bias=bias, eps=eps)
 
 
-@kernels.register("scaled_dot_product_attention", supported("scaled_dot_product_attention"))
+@kernels.register("scaled_dot_product_attention")
 def attention(device, q, k, v, *, causal=False, scale=None):
     """softmax(q k^T * scale, causal mask) v: scaled GEMM, masked row softmax, GEMM.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from hal import dtypes as dt
 
 from . import cltypes, strided
-from .table import kernels, supported
+from .table import kernels
 
 
 def _param_view(p, x, axis) -> strided.View:
@@ -28,7 +28,7 @@ def _run(device, op, expr, x, scale, zero_point, axis, out_dtype):
     return out
 
 
-@kernels.register("quantize_linear", supported("quantize_linear"))
+@kernels.register("quantize_linear")
 def quantize_linear(device, x, scale, zero_point, *, axis=-1):
     """saturate(rint(x / scale) + zero_point) in int8 or uint8 (x divided in float32); NaN
     gives the minimum (fmax of NaN and lo is lo), as the reference and ONNX Runtime do."""
@@ -37,7 +37,7 @@ def quantize_linear(device, x, scale, zero_point, *, axis=-1):
     return _run(device, "quantize_linear", expr, x, scale, zero_point, axis, zero_point.dtype)
 
 
-@kernels.register("dequantize_linear", supported("dequantize_linear"))
+@kernels.register("dequantize_linear")
 def dequantize_linear(device, q, scale, zero_point, *, axis=-1):
     """(q - zero_point) * scale in float32."""
     expr = "(float)((int)a0 - (int)a2) * a1"

@@ -18,7 +18,7 @@ from hal import dtypes as dt
 from hal import shapes
 
 from . import cltypes, strided
-from .table import kernels, supported
+from .table import kernels
 
 
 def _collapse(dims, strides):
@@ -232,31 +232,31 @@ def _sum_out(d):
     return dt.int64 if dt.is_integer(d) or dt.is_bool(d) else d
 
 
-@kernels.register("sum", supported("sum"))
+@kernels.register("sum")
 def sum_(device, x, *, axis=None, keepdims=False):
     """Sum over axes (integers and bool to int64)."""
     return reduce(device, "sum", x, "sum", axis, keepdims, _sum_out(x.dtype))
 
 
-@kernels.register("max", supported("max"))
+@kernels.register("max")
 def max_(device, x, *, axis=None, keepdims=False):
     """Maximum over axes; NaN propagates."""
     return reduce(device, "max", x, "max", axis, keepdims, x.dtype)
 
 
-@kernels.register("min", supported("min"))
+@kernels.register("min")
 def min_(device, x, *, axis=None, keepdims=False):
     """Minimum over axes; NaN propagates."""
     return reduce(device, "min", x, "min", axis, keepdims, x.dtype)
 
 
-@kernels.register("mean", supported("mean"))
+@kernels.register("mean")
 def mean(device, x, *, axis=None, keepdims=False):
     """Arithmetic mean over axes, one kernel."""
     return reduce(device, "mean", x, "mean", axis, keepdims, x.dtype)
 
 
-@kernels.register("var", supported("var"))
+@kernels.register("var")
 def var(device, x, *, axis=None, keepdims=False, correction=0):
     """Variance over axes (two passes in one kernel), dividing by N - correction."""
     return reduce(device, "var", x, "var", axis, keepdims, x.dtype, correction)

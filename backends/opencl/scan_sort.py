@@ -18,7 +18,7 @@ import numpy as np
 from hal import dtypes as dt
 
 from . import cltypes
-from .table import kernels, supported
+from .table import kernels
 
 # The element at position j of row `row` when x is laid out (outer, n, inner) and rows are
 # numbered outer-major: the address of an axis of length n with `inner` elements after it.
@@ -98,7 +98,7 @@ __kernel void scan_rows(__global {cltypes.storage(out_d)} *out,
 """
 
 
-@kernels.register("cumulative_sum", supported("cumulative_sum"))
+@kernels.register("cumulative_sum")
 def cumulative_sum(device, x, *, axis=None, include_initial=False, out_shape, out_dtype):
     """Running sums along an axis (ints and bool to int64), a zero first if include_initial.
 
@@ -217,13 +217,13 @@ def _sort(device, op: str, x, axis: int, descending: bool, out_shape, out_dtype)
     return out
 
 
-@kernels.register("sort", supported("sort"))
+@kernels.register("sort")
 def sort(device, x, *, axis=-1, descending=False, stable=True, out_shape, out_dtype):
     """x sorted along axis, NaN last (first descending); equal keys in the reference's order."""
     return _sort(device, "sort", x, axis, descending, out_shape, out_dtype)
 
 
-@kernels.register("argsort", supported("argsort"))
+@kernels.register("argsort")
 def argsort(device, x, *, axis=-1, descending=False, stable=True, out_shape, out_dtype):
     """int64 positions that sort x along axis; ties keep their order (always stable)."""
     return _sort(device, "argsort", x, axis, descending, out_shape, out_dtype)
@@ -245,7 +245,7 @@ __kernel void take(__global {cltypes.storage(d)} *out, __global const {cltypes.s
 """
 
 
-@kernels.register("take", supported("take"))
+@kernels.register("take")
 def take(device, x, indices, *, axis=None, out_shape, out_dtype):
     """Elements of x at indices along axis (of the flattened x when axis is None); negative
     indices count from the end (dispatch has refused any out of range)."""

@@ -15,12 +15,10 @@ from __future__ import annotations
 from tvm import te, tirx
 
 from hal import dtypes as dt
-from hal import ops
 
 from . import te_util as tu
 from .table import kernels
 
-_NO_COMPLEX = [d for d in dt.ALL if not dt.is_complex(d)]
 UNARY = ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "erf")
 """Unary ops with an element expression (`unary_value`)."""
 COMPARISONS = ("equal", "less", "greater")
@@ -29,8 +27,6 @@ BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", *COMPAR
 """Binary ops with an element expression (`binary_value`); power has kernels for floats."""
 
 
-def _supported(op: str, among=None) -> list:
-    return [d for d in ops.spec(op).dtypes if d in _NO_COMPLEX and (among is None or d in among)]
 
 
 def _unary_expr(name: str, x):
@@ -180,13 +176,13 @@ def activation(x: te.Tensor, *, op: str, approximate: str = "none") -> te.Tensor
 
 
 def _register_unary(name: str) -> None:
-    @kernels.register(name, _supported(name))
+    @kernels.register(name)
     def kernel(device, x):
         return device.run(name, unary, [x], op=name)
 
 
-def _register_binary(name: str, among=None) -> None:
-    @kernels.register(name, _supported(name, among))
+def _register_binary(name: str, dtypes=None) -> None:
+    @kernels.register(name, dtypes)
     def kernel(device, a, b):
         return device.run(name, binary, [a, b], op=name)
 
@@ -194,15 +190,15 @@ def _register_binary(name: str, among=None) -> None:
 for _name in UNARY:
     _register_unary(_name)
 for _name in BINARY:
-    _register_binary(_name, dt.FLOATS if _name == "power" else None)
+    _register_binary(_name, dt.REALS if _name == "power" else None)  # integer powers: none
 
 
-@kernels.register("where", _supported("where"))
+@kernels.register("where")
 def _where(device, c, x, y):
     return device.run("where", where, [c, x, y])
 
 
-@kernels.register("astype", _supported("astype"))
+@kernels.register("astype")
 def _astype(device, x, *, dtype):
     target = dt.dtype(dtype)
     device.check_dtype(target, "astype")  # complex: UnsupportedDType naming the device
@@ -210,7 +206,7 @@ def _astype(device, x, *, dtype):
 
 
 def _register_activation(name: str) -> None:
-    @kernels.register(name, _supported(name))
+    @kernels.register(name)
     def kernel(device, x, **params):
         return device.run(name, activation, [x], op=name, **params)
 

@@ -13,7 +13,7 @@ import math
 from tvm import te, tirx
 
 from hal import dtypes as dt
-from hal import ops, shapes
+from hal import shapes
 
 from . import te_util as tu
 from .device import Array
@@ -114,20 +114,18 @@ def as_matrix(device, a: Array, column: bool) -> Array:
 
 
 @kernels.register("matmul", _FLOATS)
-def _matmul(device, a, b):
-    shape, _ = ops.spec("matmul").meta(a, b)
+def _matmul(device, a, b, *, out_shape, out_dtype):
     a2 = as_matrix(device, a, False) if len(a.shape) == 1 else a
     b2 = as_matrix(device, b, True) if len(b.shape) == 1 else b
-    return device.view(device.run("matmul", matmul, [a2, b2]), shape)
+    return device.view(device.run("matmul", matmul, [a2, b2]), out_shape)
 
 
 @kernels.register("linear", _FLOATS)
-def _linear(device, x, weight, bias=None, *, activation=None):
-    shape, _ = ops.spec("linear").meta(x, weight, bias, activation=activation)
+def _linear(device, x, weight, bias=None, *, activation=None, out_shape, out_dtype):
     rows = math.prod(x.shape[:-1]) if len(x.shape) > 1 else 1
     x2 = device.view(x, (rows, x.shape[-1]))
     inputs = [x2, weight] + ([bias] if bias is not None else [])
-    return device.view(device.run("linear", linear, inputs, activation=activation), shape)
+    return device.view(device.run("linear", linear, inputs, activation=activation), out_shape)
 
 
 def softmax(x: te.Tensor, *, axis: int, log: bool) -> te.Tensor:
@@ -207,7 +205,6 @@ def _sq(v):
 
 @kernels.register("layer_norm", _FLOATS)
 def _layer_norm(device, x, weight=None, bias=None, *, eps=1e-5):
-    ops.spec("layer_norm").meta(x, weight, bias, eps=eps)
     params = [p for p in (weight, bias) if p is not None]
     return device.run("layer_norm", layer_norm, [x, *params], eps=float(eps),
                       weight=weight is not None, bias=bias is not None)
@@ -259,7 +256,6 @@ def attention(q: te.Tensor, k: te.Tensor, v: te.Tensor, *, causal: bool,
 
 @kernels.register("scaled_dot_product_attention", _FLOATS)
 def _attention(device, q, k, v, *, causal=False, scale=None):
-    ops.spec("scaled_dot_product_attention").meta(q, k, v, causal=causal, scale=scale)
     s = (1 / math.sqrt(q.shape[-1])) if scale is None else float(scale)
     return device.run("scaled_dot_product_attention", attention, [q, k, v],
                       causal=bool(causal), scale=s)

@@ -7,12 +7,7 @@ from __future__ import annotations
 import numpy as np
 from tvm import te, tirx, topi
 
-from hal import dtypes as dt
-from hal import ops
-
 from .table import kernels
-
-_NO_COMPLEX = [d for d in dt.ALL if not dt.is_complex(d)]
 
 
 def permute(x: te.Tensor, *, axes: tuple) -> te.Tensor:
@@ -95,13 +90,12 @@ def take(x: te.Tensor, indices: te.Tensor, *, axis: int | None) -> te.Tensor:
     return topi.take(x, indices, axis=axis, mode="wrap")
 
 
-@kernels.register("reshape", _NO_COMPLEX)
-def _reshape(device, x, *, shape):
-    out_shape, _ = ops.spec("reshape").meta(x, shape=shape)
+@kernels.register("reshape")
+def _reshape(device, x, *, shape, out_shape, out_dtype):
     return device.view(x, out_shape)
 
 
-@kernels.register("permute_dims", _NO_COMPLEX)
+@kernels.register("permute_dims")
 def _permute_dims(device, x, *, axes):
     from hal import shapes
 
@@ -109,17 +103,17 @@ def _permute_dims(device, x, *, axes):
     return device.run("permute_dims", permute, [x], axes=tuple(perm))
 
 
-@kernels.register("broadcast_to", _NO_COMPLEX)
+@kernels.register("broadcast_to")
 def _broadcast_to(device, x, *, shape):
     return device.run("broadcast_to", broadcast, [x], shape=tuple(int(n) for n in shape))
 
 
-@kernels.register("slice", _NO_COMPLEX)
+@kernels.register("slice")
 def _slice(device, x, *, bounds):
     return device.run("slice", strided_slice, [x], bounds=tuple(map(tuple, bounds)))
 
 
-@kernels.register("concat", _NO_COMPLEX)
+@kernels.register("concat")
 def _concat(device, *xs, axis=0):
     from hal import shapes
 
@@ -127,7 +121,7 @@ def _concat(device, *xs, axis=0):
     return device.run("concat", concat, list(xs), axis=a)
 
 
-@kernels.register("pad", _NO_COMPLEX)
+@kernels.register("pad")
 def _pad(device, x, *, pad_width, mode="constant", value=0):
     if len(x.shape) == 0:
         return x  # nothing to pad; tensors are immutable, so the input itself is the result
@@ -136,7 +130,7 @@ def _pad(device, x, *, pad_width, mode="constant", value=0):
                       value=value)
 
 
-@kernels.register("take", _NO_COMPLEX)
+@kernels.register("take")
 def _take_kernel(device, x, indices, *, axis=None, out_shape, out_dtype):
     from hal import shapes
 

@@ -17,8 +17,6 @@ import math
 import numpy as np
 from tvm import te, tirx
 
-from hal import ops
-
 from . import target
 from .linalg import as_matrix, product
 from .table import kernels
@@ -147,10 +145,10 @@ def dequantized(w: te.Tensor, raw: te.Tensor, params: te.Tensor, w_scale: te.Ten
 
 
 @kernels.register("quantized_linear")
-def _quantized_linear(device, x, weight, weight_scale, bias=None):
+def _quantized_linear(device, x, weight, weight_scale, bias=None, *, out_shape, out_dtype):
     """Four kernels: x's scale and zero point, quantize x, the int8 product (VNNI where it
     fits), rescale. Separate so that meta_schedule never computes x's range per element."""
-    shape, _ = ops.spec("quantized_linear").meta(x, weight, weight_scale, bias)
+    shape = out_shape
     rows = math.prod(x.shape[:-1])
     if x.shape[-1] == 0:  # an empty sum: the bias alone (no loops to compile)
         host = device.download(bias) if bias is not None else np.zeros(shape[-1:], np.float32)
@@ -164,26 +162,23 @@ def _quantized_linear(device, x, weight, weight_scale, bias=None):
     return device.view(device.run("quantized_linear", dequantized, inputs), shape)
 
 
-@kernels.register("quantize_linear", [d for d in ops.spec("quantize_linear").dtypes])
+@kernels.register("quantize_linear")
 def _quantize(device, x, scale, zero_point, *, axis=-1):
-    ops.spec("quantize_linear").meta(x, scale, zero_point, axis=axis)
     a = axis % len(x.shape) if len(x.shape) else 0
     return device.run("quantize_linear", quantize, [x, scale, zero_point], axis=a)
 
 
 @kernels.register("dequantize_linear")
 def _dequantize(device, q, scale, zero_point, *, axis=-1):
-    ops.spec("dequantize_linear").meta(q, scale, zero_point, axis=axis)
     a = axis % len(q.shape) if len(q.shape) else 0
     return device.run("dequantize_linear", dequantize, [q, scale, zero_point], axis=a)
 
 
 @kernels.register("qmatmul")
-def _qmatmul(device, a, b, *, a_zero_point=0, b_zero_point=0):
+def _qmatmul(device, a, b, *, a_zero_point=0, b_zero_point=0, out_shape, out_dtype):
     """One kernel; with VNNI (u8 x s8, K % 4 == 0, N % 16 == 0) the raw product and, for
     nonzero zero points, a correction kernel."""
-    shape, _ = ops.spec("qmatmul").meta(a, b, a_zero_point=a_zero_point,
-                                        b_zero_point=b_zero_point)
+    shape = out_shape
     a2 = as_matrix(device, a, False) if len(a.shape) == 1 else a
     b2 = as_matrix(device, b, True) if len(b.shape) == 1 else b
     if len(b2.shape) == 2 and len(a2.shape) > 2:  # batch of rows times one matrix

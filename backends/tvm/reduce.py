@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from tvm import te, tirx
 
-from hal import dtypes as dt
-from hal import ops, shapes
+from hal import shapes
 
 from . import te_util as tu
 from .table import kernels
@@ -66,18 +65,13 @@ def reduction(x: te.Tensor, *, op: str, axes: tuple, keepdims: bool, out: str) -
                       .astype(out), name="out")
 
 
-def _register(op: str, among) -> None:
-    spec = ops.spec(op)
-
-    @kernels.register(op, [d for d in spec.dtypes if d in among])
-    def kernel(device, x, *, axis=None, keepdims=False, **_):
+def _register(op: str) -> None:
+    @kernels.register(op)
+    def kernel(device, x, *, axis=None, keepdims=False, out_shape, out_dtype, **_):
         red = shapes.axes(op, axis, len(x.shape))
-        _, out = spec.meta(x, axis=axis, keepdims=keepdims)
         return device.run(op, reduction, [x], op=op, axes=tuple(sorted(red)), keepdims=keepdims,
-                          out=out.name)
+                          out=out_dtype.name)
 
 
-_NO_COMPLEX = [d for d in dt.ALL if not dt.is_complex(d)]
-for _op in ("sum", "max", "min"):
-    _register(_op, _NO_COMPLEX)
-_register("mean", dt.REALS)
+for _op in ("sum", "max", "min", "mean"):
+    _register(_op)

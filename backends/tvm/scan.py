@@ -11,12 +11,9 @@ from __future__ import annotations
 
 from tvm import te, tirx, topi
 
-from hal import dtypes as dt
-from hal import ops, shapes
+from hal import shapes
 
 from .table import kernels
-
-_NO_COMPLEX = [d for d in dt.ALL if not dt.is_complex(d)]
 
 
 def cumulative_sum(x: te.Tensor, *, axis: int, include_initial: bool, out: str) -> te.Tensor:
@@ -70,16 +67,15 @@ def sort(x: te.Tensor, *, axis: int, descending: bool) -> te.Tensor:
     return te.compute(x.shape, lambda *i: x(*i[:axis], order(*i), *i[axis + 1:]), name="out")
 
 
-@kernels.register("cumulative_sum", _NO_COMPLEX)
-def _cumulative_sum(device, x, *, axis=None, include_initial=False):
-    _, out = ops.spec("cumulative_sum").meta(x, axis=axis, include_initial=include_initial)
+@kernels.register("cumulative_sum")
+def _cumulative_sum(device, x, *, axis=None, include_initial=False, out_shape, out_dtype):
     a = shapes.axis("cumulative_sum", 0 if axis is None else axis, len(x.shape))
     return device.run("cumulative_sum", cumulative_sum, [x], axis=a,
-                      include_initial=bool(include_initial), out=out.name)
+                      include_initial=bool(include_initial), out=out_dtype.name)
 
 
 def _register_sort(op: str, build) -> None:
-    @kernels.register(op, [d for d in ops.spec(op).dtypes if d in _NO_COMPLEX])
+    @kernels.register(op)
     def kernel(device, x, *, axis=-1, descending=False, stable=True):
         a = shapes.axis(op, axis, len(x.shape))
         return device.run(op, build, [x], axis=a, descending=bool(descending))

@@ -24,9 +24,11 @@ from .quant import dynamic_qparams
 from .spec import (
     COMPOSITE,
     EXTENDED,
+    HALF,
     PRIMITIVE,
     OpSpec,
     check_dtype,
+    in_float32,
     lift,
     names,
     spec,

@@ -14,6 +14,8 @@ numpy's half-precision quirks.
 
 from __future__ import annotations
 
+import difflib
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -73,11 +75,32 @@ class OpSpec:
         return self.tolerance.get(dtype, (0.0, 0.0))
 
 
+HALF = tuple(d for d in (dt.float16, dt.bfloat16) if d is not None)
+
+
 def lift(a):
-    """A float16/bfloat16 array as float32 (the half-precision lift); anything else as it is."""
-    if isinstance(a, np.ndarray) and a.dtype in (dt.float16, dt.bfloat16):
-        return a.astype(np.float32)
-    return a
+    """A float16/bfloat16 array as float32 (the half-precision lift); anything else as it is
+    (any array type with .dtype and .astype: numpy, cupy)."""
+    return a.astype(dt.float32) if getattr(a, "dtype", None) in HALF else a
+
+
+def in_float32(fn: Callable) -> Callable:
+    """fn computing float16/bfloat16 operands in float32 and rounding a float32 result once
+    to their dtype, as the references compute them: how a kernel computes half precision
+    where its library would round after every step. An `out_dtype` parameter of half
+    precision is float32 inside."""
+
+    @functools.wraps(fn)
+    def lifted(*args, **params):
+        half = next((a.dtype for a in args if getattr(a, "dtype", None) in HALF), None)
+        if half is None:
+            return fn(*args, **params)
+        if params.get("out_dtype") in HALF:
+            params = {**params, "out_dtype": dt.float32}
+        out = fn(*[lift(a) for a in args], **params)
+        return out.astype(half) if out.dtype == dt.float32 else out  # comparisons stay bool
+
+    return lifted
 
 
 _SPECS: dict[str, OpSpec] = {}
@@ -95,8 +118,6 @@ def spec(name: str) -> OpSpec:
     try:
         return _SPECS[name]
     except KeyError:
-        import difflib
-
         close = difflib.get_close_matches(name, _SPECS, n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `hal.ops.names()` lists them"
         raise UnsupportedOp(f"{name!r} is not an op of the hal op set{hint}") from None

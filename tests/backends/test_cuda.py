@@ -201,19 +201,24 @@ def test_take_along_an_axis_and_flattened(numpy_as_cupy, d):
 
 
 def _host_divmod(tmp_path):
-    """The float floor_divide/remainder kernel's C compiled for the host: (a, b) -> (q, r)."""
+    """The float floor_divide/remainder kernels' C (the op set's C table spelled for CUDA)
+    compiled for the host: (a, b) -> (q, r)."""
     compiler = shutil.which("c++") or shutil.which("g++")
     if compiler is None:
         pytest.skip("no C++ compiler to build the divmod kernel's C for the host")
-    from backends.cuda.elementwise import DIVMOD
+    from backends.cuda.dialect import DIALECT
+    from hal.ops.expressions import c
 
+    text = "#include <cmath>\nusing std::copysign; using std::floor; using std::fmod;\n" \
+           "#define __device__\n"
+    for d, t in ((np.dtype("float32"), "float"), (np.dtype("float64"), "double")):
+        q, helpers = c.render("floor_divide", ["a[i]", "b[i]"], d, d, DIALECT)
+        r, _ = c.render("remainder", ["a[i]", "b[i]"], d, d, DIALECT)
+        text += "".join(helpers) + (
+            f'extern "C" void run_{t}(const {t}* a, const {t}* b, {t}* q, {t}* r, long n)'
+            f" {{ for (long i = 0; i < n; i++) {{ q[i] = {q}; r[i] = {r}; }} }}\n")
     source = tmp_path / "divmod.cpp"
-    source.write_text(
-        "#include <cmath>\nusing std::copysign; using std::floor; using std::fmod;\n"
-        "#define __device__\n" + DIVMOD +
-        "".join(f'extern "C" void run_{t}(const {t}* a, const {t}* b, {t}* q, {t}* r, long n)'
-                f" {{ for (long i = 0; i < n; i++) q[i] = hal_divmod(a[i], b[i], &r[i]); }}\n"
-                for t in ("float", "double")))
+    source.write_text(text)
     library = tmp_path / "divmod.so"
     subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", library, source], check=True)
     lib = ctypes.CDLL(str(library))

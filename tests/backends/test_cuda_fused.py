@@ -1,11 +1,13 @@
-"""The CUDA backend's kernels for fused groups (backends/cuda/graph_kernels.py).
+"""The CUDA backend's generated kernels: fused groups (backends/cuda/graph_kernels.py) and
+the eager elementwise kernels (backends/cuda/elementwise.py), both from the op set's C
+table.
 
 Without a GPU: the generated source is checked as text, its broadcast index arithmetic
 is evaluated in Python against numpy's broadcasting, declines are checked, and the
-kernel's C++ is compiled for the host (std::complex standing in for cupy's complex,
-each thread a call) and compared with the body run node by node on the cpu device.
-With a GPU (marked `gpu`, skipped with the backend's reason elsewhere) the same bodies
-run through `compile_fused` on cuda:0.
+kernels' C++ is compiled for the host (std::complex standing in for cupy's complex,
+each thread a call) and compared with the body run node by node on the cpu device, or
+with the op's reference. With a GPU (marked `gpu`, skipped with the backend's reason
+elsewhere) the same bodies run through `compile_fused` on cuda:0.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ import pytest
 
 import hal
 from backends import fusion
-from backends.cuda import graph_kernels
+from backends.cuda import dialect, elementwise, graph_kernels
+from hal import dtypes as dt
 from hal.compile.graph import Graph, Node
 from hal.conformance.compare import mismatch
+from hal.ops.expressions import c
 
 F16, F32, F64 = hal.float16, hal.float32, hal.float64
 C64, C128, I8, I32, B = hal.complex64, hal.complex128, hal.int8, hal.int32, hal.bool
@@ -198,6 +202,7 @@ _SHIM = """
 using std::complex; using std::abs; using std::conj; using std::copysign; using std::cos;
 using std::erf; using std::exp; using std::fabs; using std::floor; using std::fmod;
 using std::log; using std::pow; using std::sin; using std::sqrt; using std::tanh;
+using std::isfinite; using std::isinf; using std::isnan;
 #define __global__
 #define __device__
 struct Dim { unsigned x; };
@@ -246,6 +251,75 @@ def host_kernel(tmp_path_factory):
 def test_generated_kernel_computes_the_body_on_the_host(host_kernel, make):
     body, host = make("cpu")
     _expect(body, host, host_kernel(body, host))
+
+
+def _eager_cases():
+    """(op, dtype) for every generated eager kernel and every dtype its op accepts but
+    float16/bfloat16 (computed in float32 by ops.in_float32)."""
+    return [(op, d) for op in elementwise.GENERATED for d in hal.ops.spec(op).dtypes
+            if d not in hal.ops.HALF]
+
+
+def test_generated_eager_kernels_compute_the_references_on_the_host(tmp_path):
+    """Every eager kernel's C++ (its ElementwiseKernel's operation), compiled for the host in
+    one file, against the op's numpy reference on random and special values."""
+    compiler = shutil.which("c++") or shutil.which("g++")
+    if compiler is None:
+        pytest.skip("no C++ compiler to build the generated kernels for the host")
+    cases = _eager_cases()
+    text, helpers = [], {}
+    for k, (op, d) in enumerate(cases):
+        n = 2 if hal.ops.spec(op).family in ("binary", "complex") else 1
+        out = _out_dtype(op, d)
+        expr, needed = c.render(op, [f"a{i}[j]" for i in range(n)], d, out, dialect.DIALECT)
+        helpers.update(dict.fromkeys(needed))
+        args = ", ".join(f"const {dialect.CTYPES[d]}* a{i}" for i in range(n))
+        text.append(f'extern "C" void k{k}({args}, {dialect.CTYPES[out]}* out, long n)'
+                    f" {{ for (long j = 0; j < n; j++) out[j] = {expr}; }}")
+    path = tmp_path / "eager.cpp"
+    path.write_text(_SHIM % graph_kernels.BLOCK + "".join(helpers) + "\n".join(text))
+    library = tmp_path / "eager.so"
+    subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-w", "-o", library, path], check=True)
+    lib = ctypes.CDLL(str(library))
+    failed = []
+    for k, (op, d) in enumerate(cases):
+        spec = hal.ops.spec(op)
+        n = 2 if spec.family in ("binary", "complex") else 1
+        host = [_values(op, d, seed) for seed in range(n)]
+        out = np.empty(host[0].shape, _out_dtype(op, d))
+        getattr(lib, f"k{k}")(*[ctypes.c_void_p(a.ctypes.data) for a in (*host, out)],
+                              ctypes.c_long(out.size))
+        problem = mismatch(out, spec.evaluate(*host), spec.tolerance_for(out.dtype))
+        if problem:
+            failed.append(f"{op} {d.name}: {problem}")
+    assert failed == []
+
+
+def _out_dtype(op: str, d: np.dtype) -> np.dtype:
+    spec = hal.ops.spec(op)
+    operands = [np.empty(3, d)] * (2 if spec.family in ("binary", "complex") else 1)
+    return spec.meta(*operands)[1]
+
+
+def _values(op: str, d: np.dtype, seed: int) -> np.ndarray:
+    """64 values of dtype d for op: random, and for floats the signed zeros, infinities and
+    NaN; divisors of floor_divide and remainder include 0 and -1; powers of integers take
+    small non-negative exponents (negative ones are the op's DomainError)."""
+    rng = np.random.default_rng(seed)
+    if dt.is_bool(d):
+        return rng.integers(0, 2, 64).astype(d)
+    if dt.is_integer(d):
+        if op == "power" and seed == 1:
+            return rng.integers(0, 5, 64).astype(d)
+        info = np.iinfo(d)
+        values = rng.integers(info.min, info.max, 64, endpoint=True)
+        values[:4] = [0, -1 if info.min < 0 else 1, info.min, info.max]
+        return values.astype(d)
+    values = rng.standard_normal(64) * 4
+    values[:6] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0]
+    if dt.is_complex(d):
+        values = values + 1j * rng.standard_normal(64)
+    return values.astype(d)
 
 
 # -- on a GPU ------------------------------------------------------------------------------
