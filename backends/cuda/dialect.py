@@ -24,11 +24,37 @@ template <typename T>
 __device__ complex<T> hal_csub(const complex<T>& a, const complex<T>& b) { return a - b; }
 template <typename T>
 __device__ complex<T> hal_cmul(const complex<T>& a, const complex<T>& b) { return a * b; }
-template <typename T>
-__device__ complex<T> hal_cdiv(const complex<T>& a, const complex<T>& b) { return a / b; }
+template <typename T>  // numpy's Smith division: by zero it gives inf or NaN as numpy does
+__device__ complex<T> hal_cdiv(const complex<T>& a, const complex<T>& b) {
+  const T br = fabs(b.real()), bi = fabs(b.imag());
+  if (br >= bi) {
+    if (br == 0 && bi == 0) return complex<T>(a.real() / br, a.imag() / br);
+    const T rat = b.imag() / b.real(), scl = T(1) / (b.real() + b.imag() * rat);
+    return complex<T>((a.real() + a.imag() * rat) * scl, (a.imag() - a.real() * rat) * scl);
+  }
+  const T rat = b.real() / b.imag(), scl = T(1) / (b.imag() + b.real() * rat);
+  return complex<T>((a.real() * rat + a.imag()) * scl, (a.imag() * rat - a.real()) * scl);
+}
+template <typename T>  // numpy's: a ** 0 = 1, 0 ** b = 0 for Re(b) > 0, integers by squaring
+__device__ complex<T> hal_cpow(const complex<T>& a, const complex<T>& b) {
+  if (b.real() == 0 && b.imag() == 0) return complex<T>(1, 0);
+  if (a.real() == 0 && a.imag() == 0) {
+    const T nan = a.real() / a.real();
+    return b.real() > 0 ? complex<T>(0, 0) : complex<T>(nan, nan);
+  }
+  if (b.imag() == 0 && b.real() == rint(b.real()) && fabs(b.real()) < 100) {
+    const int n = (int)b.real();
+    int m = n < 0 ? -n : n;
+    complex<T> out(1, 0), x = a;
+    while (m) { if (m & 1) out = out * x; x = x * x; m >>= 1; }
+    return n < 0 ? hal_cdiv(complex<T>(1, 0), out) : out;
+  }
+  return pow(a, b);
+}
 """
 """complex<T>'s operators as the functions the C table calls (complex.cuh has no such
-names); exp, log, sqrt, sin, cos, tanh, pow, abs and conj are complex.cuh's own."""
+names), and numpy's division and power (complex.cuh's give NaN where numpy gives inf, and
+NaN for 0 ** 0); exp, log, sqrt, sin, cos, tanh, abs and conj are complex.cuh's own."""
 
 
 class CudaDialect:
@@ -47,11 +73,12 @@ class CudaDialect:
         return UNSIGNED[d]
 
     def complex_names(self, d: np.dtype) -> dict[str, str]:
-        """complex<T>'s constructor, its operators as hal_c* functions, its own functions."""
-        names = {f"c{fn}": fn for fn in ("exp", "log", "sqrt", "sin", "cos", "tanh", "pow",
-                                         "abs", "conj")}
+        """complex<T>'s constructor, its operators and numpy's division and power as hal_c*
+        functions, complex.cuh's own functions."""
+        names = {f"c{fn}": fn for fn in ("exp", "log", "sqrt", "sin", "cos", "tanh", "abs",
+                                         "conj")}
         names.update({f"c{fn}": f"hal_c{fn}" for fn in ("real", "imag", "neg", "add", "sub",
-                                                        "mul", "div")})
+                                                        "mul", "div", "pow")})
         names["cnew"] = CTYPES[d]
         return names
 

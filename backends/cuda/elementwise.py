@@ -2,8 +2,9 @@
 (hal/ops/expressions/c.py, spelled by dialect.py), the same C as the fused groups of
 graph_kernels.py: numpy's semantics (NaN-propagating maximum/minimum, floor division and
 remainder as numpy's divmod, integer arithmetic wrapping, integer powers by squaring).
-cupy broadcasts the operands and compiles each kernel once per op and dtype. float16 and
-bfloat16 compute in float32 and round once (`hal.ops.in_float32`); where, astype, real,
+cupy broadcasts the operands and compiles each kernel once per op and dtype. float16
+computes in float and rounds once on the store, in the same kernel; bfloat16, which cupy
+cannot compute in, through float32 arrays (`hal.ops.in_float32`); where, astype, real,
 imag and conj are cupy's own (they select, convert or view: nothing to compute), bfloat16
 moved or selected as its 16-bit pattern, which is exact.
 """
@@ -18,7 +19,7 @@ from hal import dtypes as dt
 from hal import ops
 from hal.ops.expressions import c
 
-from .dialect import DIALECT
+from .dialect import CTYPES, DIALECT
 from .table import register
 
 GENERATED = tuple(n for n in ops.names() if n in c.TABLE and n not in ("where", "real", "imag",
@@ -30,45 +31,52 @@ and the views, which cupy's own do, and gelu with its approximation parameter)."
 @functools.cache
 def kernel_of(op: str, d: np.dtype, out: np.dtype, operands: int):
     """The cupy ElementwiseKernel of `op` (or an activation) on `operands` operands of dtype
-    d with result dtype out."""
+    d with result dtype out; float16 computes in float and rounds once, on the store."""
     import cupy
 
     names = [f"a{i}" for i in range(operands)]
-    text, helpers = c.render(op, names, d, out, DIALECT)
+    half = d == dt.float16
+    text, helpers = c.render(op, [f"((float){n})" if half else n for n in names],
+                             dt.float32 if half else d,
+                             dt.float32 if out == dt.float16 else out, DIALECT)
+    store = "float16" if out == dt.float16 else CTYPES[out]
     return cupy.ElementwiseKernel(", ".join(f"{d.name} {n}" for n in names), f"{out.name} out",
-                                  f"out = {text};", f"hal_{op}_{d.name}",
+                                  f"out = ({store})({text});", f"hal_{op}_{d.name}",
                                   preamble="".join(dict.fromkeys(helpers)))
 
 
 def generated(op: str):
-    """The eager kernel of an op of the C table: its generated kernel over the operands,
-    writing a new array of the shape and dtype dispatch computed."""
-    key = ops.spec(op).key if op in ops.names() else 0
+    """The eager kernel of an op of the C table: its generated kernel over the operands
+    (cupy broadcasts them and allocates the result of the dtype dispatch computed)."""
+    key = ops.spec(op).key
+    kernels: dict[tuple, object] = {}
 
-    @ops.in_float32
     def run(*arrays, out_shape, out_dtype):
-        import cupy
-
-        out = cupy.empty(out_shape, out_dtype)
-        return kernel_of(op, arrays[key].dtype, out.dtype, len(arrays))(*arrays, out)
+        d = arrays[key].dtype
+        found = kernels.get((d, out_dtype))
+        if found is None:
+            found = kernels[(d, out_dtype)] = kernel_of(op, d, out_dtype, len(arrays))
+        return found(*arrays)
 
     run.__doc__ = f"{op}: the op set's C expression as a cupy ElementwiseKernel"
     return run
 
 
 for _name in GENERATED:
-    register(_name)(generated(_name))
+    _kernel = generated(_name)
+    register(_name, [d for d in ops.spec(_name).dtypes if d != dt.bfloat16])(_kernel)
+    if dt.bfloat16 in ops.spec(_name).dtypes:  # cupy has no bfloat16 arithmetic
+        register(_name, [dt.bfloat16])(ops.in_float32(_kernel))
 
 
-@register("gelu")
-@ops.in_float32
 def gelu(x, *, approximate="none", out_shape, out_dtype):
     """0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation, one generated kernel."""
-    import cupy
-
-    out = cupy.empty(out_shape, out_dtype)
     name = "gelu_tanh" if approximate == "tanh" else "gelu"
-    return kernel_of(name, x.dtype, out.dtype, 1)(x, out)
+    return kernel_of(name, x.dtype, out_dtype, 1)(x)
+
+
+register("gelu", [d for d in ops.spec("gelu").dtypes if d != dt.bfloat16])(gelu)
+register("gelu", [dt.bfloat16])(ops.in_float32(gelu))
 
 
 def bits(x):

@@ -202,7 +202,7 @@ _SHIM = """
 using std::complex; using std::abs; using std::conj; using std::copysign; using std::cos;
 using std::erf; using std::exp; using std::fabs; using std::floor; using std::fmod;
 using std::log; using std::pow; using std::sin; using std::sqrt; using std::tanh;
-using std::isfinite; using std::isinf; using std::isnan;
+using std::isfinite; using std::isinf; using std::isnan; using std::rint;
 #define __global__
 #define __device__
 struct Dim { unsigned x; };
