@@ -4,7 +4,7 @@
     print(hal.conformance.matrix(report))
 """
 
-from .kit import FAIL, FALLBACK, PASS, UNSUPPORTED, Cell, Layer, Report, check_cell, run
+from .cells import FAIL, FALLBACK, PASS, UNSUPPORTED, Cell, Layer, Report, check_cell, run
 from .matrix import cell_symbol, layers, matrix
 
 __all__ = ["FAIL", "FALLBACK", "PASS", "UNSUPPORTED", "Cell", "Layer", "Report", "cell_symbol",

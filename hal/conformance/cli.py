@@ -40,7 +40,7 @@ def conformance(args) -> int:
 
     from ..runtime.errors import HalError
     from ..runtime.registry import registry
-    from .kit import FAIL, run
+    from .cells import FAIL, run
     from .matrix import layers, matrix
 
     targets = []

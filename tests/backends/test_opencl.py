@@ -490,7 +490,7 @@ def test_oclgrind_reports_no_errors(tmp_path):
     script = textwrap.dedent("""
         import numpy as np, hal
         from hal import ops
-        from hal.conformance import kit
+        from hal import conformance as kit
         dev = [hal.device(n) for n in hal.backend("opencl").devices()
                if hal.device(n).capabilities.extra["platform"] == "Oclgrind"][0]
         dev.use_vkfft = False  # check this backend's own FFT kernels
