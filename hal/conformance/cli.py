@@ -40,8 +40,9 @@ def conformance(args) -> int:
 
     from ..runtime.errors import HalError
     from ..runtime.registry import registry
-    from .cells import FAIL, run
+    from .kit import run
     from .matrix import layers, matrix
+    from .records import FAIL
 
     targets = []
     for spec in args.backend or registry.available():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import ops
 from ..runtime import dtypes as dt
-from .cells import FAIL, FALLBACK, PASS, UNSUPPORTED, Cell, Report
+from .records import FAIL, FALLBACK, PASS, UNSUPPORTED, Cell, Report
 
 SYMBOLS = {PASS: "[green]✓[/]", FAIL: "[bold red]✗[/]", FALLBACK: "[yellow]F[/]",
            UNSUPPORTED: "[dim]·[/]"}
