@@ -23,9 +23,11 @@ from ..runtime.device import Device
 from ..runtime.errors import HalError, KernelError, UnsupportedDType
 from ..tensor import Tensor
 from .compare import mismatch
+from .inputs import Case
+from .large_inputs import large_cases
 from .records import FAIL, FALLBACK, PASS, UNSUPPORTED, Cell
 from .repro import repro
-from .strategies import Case, cases, large_cases
+from .strategies import cases
 
 _HOW = ("kernel", "decomposed", "fallback")  # how an op ran, best first
 

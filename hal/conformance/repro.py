@@ -8,7 +8,7 @@ import numpy as np
 from .. import ops
 from ..runtime import dtypes as dt
 from ..runtime.device import Device
-from .strategies import Case
+from .inputs import Case
 
 
 def repro(device: Device, spec: ops.OpSpec, case: Case | None) -> str:
@@ -18,7 +18,7 @@ def repro(device: Device, spec: ops.OpSpec, case: Case | None) -> str:
     lines = ["import numpy as np", "import hal", "from hal.dispatch import call",
              "nan, inf = float('nan'), float('inf')", f"dev = hal.device({device.name!r})"]
     if case.origin:
-        lines += ["from hal.conformance.strategies import large_cases",
+        lines += ["from hal.conformance.large_inputs import large_cases",
                   f"hosts = {case.origin}.args"]
     names = []
     for i, a in enumerate(case.args):

@@ -18,7 +18,7 @@ import pytest
 import hal
 from hal import conformance as kit
 from hal import ops
-from hal.conformance.strategies import large_cases
+from hal.conformance.large_inputs import large_cases
 from hal.runtime.registry import registry
 
 pytestmark = pytest.mark.filterwarnings("error::hal.PluginWarning")  # a broken plugin fails

@@ -1,0 +1,36 @@
+"""The collectives' inputs and the group they run in: the one-rank group "self" (real
+groups are tested under mpiexec: tests/frontends/parallel)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from .. import ops
+from .inputs import Case, arrays, small_shapes, strided_views
+
+GROUP = "self"  # the process group every collective cell runs over: this process alone
+
+
+@st.composite
+def collective(draw, spec: ops.OpSpec, d: np.dtype, *, axis: bool = True) -> Case:
+    """A tensor of at least one axis over GROUP, and the axis gathered along or split into
+    one chunk per rank (axis=False: the op takes none; one is drawn all the same, so every
+    collective draws alike)."""
+    shape = draw(small_shapes(min_dims=1))
+    params = {"group": GROUP}
+    along = draw(st.integers(-len(shape), len(shape) - 1))
+    if axis:
+        params["axis"] = along
+    return Case([draw(arrays(d, shape, lo=-5, hi=5))], params, draw(strided_views(1)))
+
+
+@st.composite
+def all_to_all(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """A tensor of at least one axis over GROUP, the axis split into one chunk per rank and
+    the axis the received chunks are joined along."""
+    shape = draw(small_shapes(min_dims=1))
+    params = {"group": GROUP,
+              "split_axis": draw(st.integers(-len(shape), len(shape) - 1)),
+              "concat_axis": draw(st.integers(0, len(shape) - 1))}
+    return Case([draw(arrays(d, shape, lo=-5, hi=5))], params, draw(strided_views(1)))
