@@ -55,7 +55,7 @@ def big_values(reach: Reach, d: np.dtype) -> tuple:
         return (int(info.min), int(info.max)) if reach >= Reach.INT_RANGE else ()
     if dt.is_bool(d) or dt.is_complex(d) or reach < Reach.BEYOND_EXP:
         return ()
-    top = float(np.finfo(d).max)
+    top = dt.finfo(d).max  # np.finfo refuses bfloat16 on some numpy versions
     return (80.0, -80.0, 1000.0, -1000.0) + ((top, -top) if reach >= Reach.FLOAT_MAX else ())
 
 
