@@ -185,6 +185,18 @@ def test_empty_upload_download_through_the_native_hooks_are_counted():
     assert (stats.allocations, stats.device_allocations, stats.total) == (2, 2, 1 << 20)
 
 
+def test_empty_factory_checks_once_and_makes_arrays_of_its_shape_and_dtype():
+    dev = LibraryDevice(LibraryBackend())
+    make = dev.empty_factory((4, 8), "float32")
+    first, second = make(), make()
+    assert first is not second and first.shape == second.shape == (4, 8)
+    assert first.dtype == np.float32
+    with pytest.raises(hal.ShapeError, match="negative size"):
+        dev.empty_factory((-1,), "float32")
+    with pytest.raises(hal.HalOutOfMemory, match="library:0"):
+        dev.empty_factory((1 << 20,), "float64")  # 8 MiB on a 1 MiB device
+
+
 def test_library_out_of_memory_empties_the_cache_and_retries_once():
     dev = LibraryDevice(LibraryBackend(), failures=1)
     assert dev.empty((16,), "float64").shape == (16,)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import threading
 
 import numpy as np
 import pytest
@@ -36,6 +37,29 @@ def test_innermost_interpreter_sees_each_op_with_its_computed_result_shape(cpu):
     assert log == [("op", "multiply", ((2, 3), np.dtype("float64"))),
                    ("op", "sum", ((2,), np.dtype("float64")))]
     assert dispatch.interpreters() == (dispatch.EAGER,)
+
+
+def test_each_thread_has_its_own_interpreter_stack(cpu):
+    """A trace in one thread records none of the ops another thread runs meanwhile."""
+    x = hal.asarray(np.ones(3), device=cpu)
+    started, traced = threading.Event(), threading.Event()
+    log, results = [], []
+
+    def other_thread():
+        started.wait(10)
+        assert dispatch.interpreters() == (dispatch.EAGER,)
+        results.append((x * 2).numpy())  # runs eagerly, though the main thread traces
+        traced.set()
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    with dispatch.interpret(Counting(log)):
+        started.set()
+        assert traced.wait(10)
+        hal.exp(x)
+    worker.join(10)
+    np.testing.assert_array_equal(results[0], [2.0, 2.0, 2.0])
+    assert [entry[1] for entry in log] == ["exp"]
 
 
 def test_composites_announce_their_decomposition_outermost_first(null):
