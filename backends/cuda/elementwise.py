@@ -64,7 +64,8 @@ def generated(op: str):
 
 for _name in GENERATED:
     _kernel = generated(_name)
-    register(_name, [d for d in ops.spec(_name).dtypes if d != dt.bfloat16])(_kernel)
+    register(_name, [d for d in ops.spec(_name).dtypes if d != dt.bfloat16 and c.has(_name, d)])(
+        _kernel)
     if dt.bfloat16 in ops.spec(_name).dtypes:  # cupy has no bfloat16 arithmetic
         register(_name, [dt.bfloat16])(ops.in_float32(_kernel))
 

@@ -111,7 +111,8 @@ def _kernel(name: str):
 
 for _name in ops.names():
     if _name in c.TABLE and _name != "gelu":  # gelu has its approximation parameter
-        kernels.register(_name)(_kernel(_name))
+        kernels.register(_name, [d for d in ops.spec(_name).dtypes if c.has(_name, d)])(
+            _kernel(_name))
 
 
 @kernels.register("gelu")
