@@ -51,7 +51,7 @@ def compile_fused(device, body: Graph):
 
 def _compile(device, body: Graph):
     found = fusion.layout(body)
-    if found is None or not _supported(body, set(device.backend.dtypes(device))):
+    if found is None or not supported(body, set(device.backend.dtypes(device))):
         return None
     if found.reduction is None:
         source = elementwise_source(body, found)
@@ -60,7 +60,7 @@ def _compile(device, body: Graph):
     return _reduce_kernel(device, body, found)
 
 
-def _supported(body: Graph, dtypes: set) -> bool:
+def supported(body: Graph, dtypes: set) -> bool:
     """True when every dtype the body holds is the device's and every op takes its
     operands' dtype (node dtypes come promoted; this guards against one that is not)."""
     held = [d for _, d in body.inputs] + [c.dtype for c in body.constants]
