@@ -26,7 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 import hal
 from benchmarks.isolation import PACKAGE_ROOT, DeviceRunner
 from benchmarks.plan import BenchError, Config, Task, plan, resolve_devices
-from benchmarks.schema import (
+from benchmarks.schema.records import (
     DeviceRecord,
     Measurement,
     MeasurementKey,

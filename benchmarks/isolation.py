@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.plan import Config, Task
-from benchmarks.schema import DeviceRecord, Measurement
+from benchmarks.schema.records import DeviceRecord, Measurement
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # the child runs from here
 

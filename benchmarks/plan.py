@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import hal
-from benchmarks.schema import MeasurementKey, measurement_key
+from benchmarks.schema.records import MeasurementKey, measurement_key
 from benchmarks.timing import TimingOptions
 from benchmarks.workload import Workload, suite_names, suite_workloads
 from hal.runtime.settings import FALLBACK_POLICIES

@@ -21,7 +21,7 @@ import numpy as np
 
 import hal
 from benchmarks.footprint import measure_footprint
-from benchmarks.schema import Check, Measurement, Placement
+from benchmarks.schema.records import Check, Measurement, Placement
 from benchmarks.stats import summarize
 from benchmarks.workload import Workload
 

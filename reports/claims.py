@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from benchmarks.claims import CLAIMS, Claim
-from benchmarks.schema import Measurement, Results
+from benchmarks.schema.records import Measurement, Results
 
 LOWER_IS_BETTER = {"time", "time per item", "footprint"}
 

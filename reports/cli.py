@@ -24,7 +24,7 @@ def register_bench(subparsers: argparse._SubParsersAction) -> None:
 def write_report(files, out_dir) -> int:
     """Build the report of a finished `hal bench` run (its results file and any conformance
     files given with it); 2 if it cannot be written."""
-    from benchmarks.schema import ResultsError
+    from benchmarks.schema.records import ResultsError
     from reports.report import ReportError, build_report
 
     try:
@@ -137,7 +137,7 @@ def _error(message: str) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     """Handler of `hal report`."""
-    from benchmarks.schema import ResultsError
+    from benchmarks.schema.records import ResultsError
     from reports.report import ReportError, build_report
 
     first = args.results[0]
@@ -155,7 +155,7 @@ def run_report(args: argparse.Namespace) -> int:
 
 def run_publish(args: argparse.Namespace) -> int:
     """Handler of `hal publish`."""
-    from benchmarks.schema import ResultsError
+    from benchmarks.schema.records import ResultsError
     from reports.publish import publish
     from reports.report import ReportError
 
@@ -170,7 +170,7 @@ def run_publish(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     """Handler of `hal compare`."""
-    from benchmarks.schema import ResultsError, load_results
+    from benchmarks.schema.records import ResultsError, load_results
     from reports import compare
 
     if (args.across is None) == (args.new is None):

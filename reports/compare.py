@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from benchmarks.schema import Measurement, Results, RunRecord
+from benchmarks.schema.records import Measurement, Results, RunRecord
 from benchmarks.stats import mann_whitney_p, speedup
 from reports.frame import format_params, format_seconds
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from benchmarks.schema import ResultsError
+from benchmarks.schema.records import ResultsError
 
 STATUSES = ("pass", "fail", "fallback", "unsupported")
 # How a cell counts in the report, in the order of its columns.

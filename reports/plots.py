@@ -9,7 +9,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from benchmarks.schema import DeviceRecord
+from benchmarks.schema.records import DeviceRecord
 
 MAX_ROWS = 40
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.schema import Results, RunRecord, load_results
+from benchmarks.schema.records import Results, RunRecord, load_results
 from reports.conformance import is_conformance, read_conformance
 from reports.report import ReportError, build_report
 
@@ -98,7 +98,7 @@ def publish(
     """Copy results files, conformance files and a report over them into the reference
     directory of their device (or `to`).
 
-    Raises `benchmarks.schema.ResultsError` for an unreadable file and `PublishError` for a
+    Raises `benchmarks.schema.records.ResultsError` for an unreadable file and `PublishError` for a
     run that did not complete or has failed measurements (unless `force`), or whose device
     cannot be told (give `to`).
     """

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.schema import Results, RunRecord
+from benchmarks.schema.records import Results, RunRecord
 from reports import claims, plots, tables
 from reports.frame import Inputs, load_inputs
 
@@ -375,7 +375,7 @@ def build_report(paths: list[Path], out_dir: Path, baseline: str | None = None) 
     """Read result and conformance files and write report.md, report.html, results.csv and
     PNG plots.
 
-    Raises `benchmarks.schema.ResultsError` for an unreadable results or conformance file
+    Raises `benchmarks.schema.records.ResultsError` for an unreadable results or conformance file
     and `ReportError` when `out_dir` cannot be written. Returns the files written.
     """
     inputs = load_inputs(paths)

@@ -11,7 +11,7 @@ from rich.console import Console
 import hal
 from benchmarks.harness import run_bench
 from benchmarks.plan import BenchError, Config, plan
-from benchmarks.schema import Measurement, ResultWriter, RunRecord, read_results
+from benchmarks.schema.records import Measurement, ResultWriter, RunRecord, read_results
 from benchmarks.suites import ops
 from benchmarks.timing import TimingOptions, measure
 from hal.cli import main

@@ -23,7 +23,13 @@ from benchmarks.harness import (
 )
 from benchmarks.isolation import PACKAGE_ROOT
 from benchmarks.plan import BenchError, Config, plan, resolve_devices
-from benchmarks.schema import DeviceRecord, Measurement, ResultWriter, RunRecord, read_results
+from benchmarks.schema.records import (
+    DeviceRecord,
+    Measurement,
+    ResultWriter,
+    RunRecord,
+    read_results,
+)
 from benchmarks.suites import ops, peak
 from benchmarks.timing import (
     TimingOptions,

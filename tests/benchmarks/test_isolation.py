@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks.isolation import DeviceRunner
 from benchmarks.plan import Config, plan
-from benchmarks.schema import DeviceRecord, Measurement
+from benchmarks.schema.records import DeviceRecord, Measurement
 
 
 def _fake_worker(body: str) -> tuple[str, ...]:

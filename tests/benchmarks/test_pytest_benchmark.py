@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from benchmarks.schema import load_pytest_benchmark, load_results
+from benchmarks.schema.records import load_pytest_benchmark, load_results
 from reports.cli import main
 
 

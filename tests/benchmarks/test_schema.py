@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from benchmarks.schema import (
+from benchmarks.schema.records import (
     SCHEMA_VERSION,
     Check,
     DeviceRecord,

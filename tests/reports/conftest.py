@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.schema import (
+from benchmarks.schema.records import (
     Check,
     DeviceRecord,
     Measurement,

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from benchmarks.claims import CLAIMS, claim
-from benchmarks.schema import Check, load_results
+from benchmarks.schema.records import Check, load_results
 from reports.claims import claims_table
 from reports.report import build_report
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from benchmarks.schema import ResultsError
+from benchmarks.schema.records import ResultsError
 from hal.cli import main as hal_main
 from reports.cli import main
 from reports.conformance import ConformanceError, read_conformance

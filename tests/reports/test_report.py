@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.schema import ResultsError
+from benchmarks.schema.records import ResultsError
 from reports.cli import main
 from reports.report import ReportError, build_report
 

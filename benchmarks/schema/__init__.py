@@ -1,0 +1,1 @@
+"""The one results schema (`records`): JSON lines in `results/<run-id>.jsonl`."""
