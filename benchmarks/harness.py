@@ -26,15 +26,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 import hal
 from benchmarks.isolation import PACKAGE_ROOT, DeviceRunner
 from benchmarks.plan import BenchError, Config, Task, plan, resolve_devices
+from benchmarks.schema.environment import new_run
+from benchmarks.schema.files import ResultWriter, read_results
 from benchmarks.schema.records import (
     DeviceRecord,
     Measurement,
     MeasurementKey,
     ResultsError,
-    ResultWriter,
     RunRecord,
     new_run_id,
-    read_results,
     run_id_problem,
 )
 from benchmarks.timing import merge_peak, merge_rounds
@@ -194,13 +194,13 @@ def run_bench(
         except (ResultsError, TypeError) as exc:
             raise BenchError(f"cannot resume from {path}: {exc}") from exc
         records = {m.key: m for m in previous.measurements}
-        if setup_fingerprint(RunRecord.new(run.id, repo=PACKAGE_ROOT)) != setup_fingerprint(run):
+        if setup_fingerprint(new_run(run.id, repo=PACKAGE_ROOT)) != setup_fingerprint(run):
             raise BenchError(
                 f"run {run.id} was measured on another setup (host, libraries or environment "
                 "differ); its figures would not mix with new ones: start a new run"
             )
     else:
-        run = RunRecord.new(new_run_id(), repo=PACKAGE_ROOT, config=vars(config))
+        run = new_run(new_run_id(), repo=PACKAGE_ROOT, config=vars(config))
         path, records = out_dir / f"{run.id}.jsonl", {}
     machine = setup_fingerprint(run)
     _warn_if_busy(console)

@@ -170,7 +170,8 @@ def run_publish(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     """Handler of `hal compare`."""
-    from benchmarks.schema.records import ResultsError, load_results
+    from benchmarks.schema.files import load_results
+    from benchmarks.schema.records import ResultsError
     from reports import compare
 
     if (args.across is None) == (args.new is None):

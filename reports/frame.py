@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from benchmarks.schema.records import Measurement, Results, RunRecord, load_results
+from benchmarks.schema.files import load_results
+from benchmarks.schema.records import Measurement, Results, RunRecord
 from reports.conformance import ConformanceRun, is_conformance, read_conformance
 
 KEY_COLUMNS = ["suite", "workload", "params", "dtype"]

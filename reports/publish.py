@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.schema.records import Results, RunRecord, load_results
+from benchmarks.schema.files import load_results
+from benchmarks.schema.records import Results, RunRecord
 from reports.conformance import is_conformance, read_conformance
 from reports.report import ReportError, build_report
 

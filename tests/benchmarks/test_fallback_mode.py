@@ -11,7 +11,9 @@ from rich.console import Console
 import hal
 from benchmarks.harness import run_bench
 from benchmarks.plan import BenchError, Config, plan
-from benchmarks.schema.records import Measurement, ResultWriter, RunRecord, read_results
+from benchmarks.schema.environment import new_run
+from benchmarks.schema.files import ResultWriter, read_results
+from benchmarks.schema.records import Measurement
 from benchmarks.suites import ops
 from benchmarks.timing import TimingOptions, measure
 from hal.cli import main
@@ -51,7 +53,7 @@ def test_the_policy_is_planned_and_refused_when_unknown():
 
 
 def _write(path, measurements, completed=True, config=None):
-    run = RunRecord.new("run", config=config)
+    run = new_run("run", config=config)
     with ResultWriter(path) as w:
         w.write_run(run)
         for m in measurements:

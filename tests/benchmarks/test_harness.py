@@ -23,13 +23,9 @@ from benchmarks.harness import (
 )
 from benchmarks.isolation import PACKAGE_ROOT
 from benchmarks.plan import BenchError, Config, plan, resolve_devices
-from benchmarks.schema.records import (
-    DeviceRecord,
-    Measurement,
-    ResultWriter,
-    RunRecord,
-    read_results,
-)
+from benchmarks.schema.environment import new_run
+from benchmarks.schema.files import ResultWriter, read_results
+from benchmarks.schema.records import DeviceRecord, Measurement
 from benchmarks.suites import ops, peak
 from benchmarks.timing import (
     TimingOptions,
@@ -154,7 +150,7 @@ def test_bench_smoke_end_to_end_then_resume(tmp_path, capsys):
 def test_resume_on_another_setup_is_refused(tmp_path, capsys):
     out = tmp_path / "results"
     path = out / "old.jsonl"
-    run = RunRecord.new("old", repo=PACKAGE_ROOT, config={"suites": ["smoke"]})
+    run = new_run("old", repo=PACKAGE_ROOT, config={"suites": ["smoke"]})
     run.host["cpu"] = "Another CPU"
     with ResultWriter(path) as writer:
         writer.write_run(run)
@@ -235,7 +231,7 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path):
 
 
 def test_peaks_measured_now_replace_cached_ones(tmp_path):
-    run = RunRecord.new("now")
+    run = new_run("now")
     device = DeviceRecord("cpu:0", "cpu", peaks={"gflops": {"float32": 999.0}}, peaks_from="old")
     with ResultWriter(tmp_path / "r.jsonl") as writer:
         outcome = Outcome(tmp_path / "r.jsonl", "now", 0, 1)
@@ -251,7 +247,7 @@ def test_peaks_measured_now_replace_cached_ones(tmp_path):
 
 def test_cached_peaks_give_a_later_run_its_pct_of_peak(tmp_path):
     cache = tmp_path / "cache"  # the autouse fixture points hal.settings.cache_dir here
-    fingerprint = setup_fingerprint(RunRecord.new("any", repo=PACKAGE_ROOT))
+    fingerprint = setup_fingerprint(new_run("any", repo=PACKAGE_ROOT))
     save_cached_peaks(cache, fingerprint, "cpu:0", {"gflops": {"float32": 1e6}}, "earlier")
     out = tmp_path / "results"
     assert (

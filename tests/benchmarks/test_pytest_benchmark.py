@@ -7,7 +7,8 @@ import textwrap
 
 import pytest
 
-from benchmarks.schema.records import load_pytest_benchmark, load_results
+from benchmarks.schema.files import load_results
+from benchmarks.schema.pytest_benchmark import load_pytest_benchmark
 from reports.cli import main
 
 

@@ -5,6 +5,8 @@ import re
 
 import pytest
 
+from benchmarks.schema.environment import new_run
+from benchmarks.schema.files import ResultWriter, load_results, read_results
 from benchmarks.schema.records import (
     SCHEMA_VERSION,
     Check,
@@ -12,13 +14,9 @@ from benchmarks.schema.records import (
     Measurement,
     Placement,
     ResultsError,
-    ResultWriter,
-    RunRecord,
     SchemaVersionError,
     completed_keys,
-    load_results,
     measurement_key,
-    read_results,
 )
 from benchmarks.stats import summarize
 
@@ -46,7 +44,7 @@ def _measurement(workload="gemm", backend="cpu", samples=(1.0, 1.1, 0.9), **kw):
 
 
 def _write_run(path, measurements, completed=True):
-    run = RunRecord.new("r1", devices=[DeviceRecord("cpu", "cpu", {"cores": 2})])
+    run = new_run("r1", devices=[DeviceRecord("cpu", "cpu", {"cores": 2})])
     with ResultWriter(path) as w:
         w.write_run(run)
         for m in measurements:
@@ -80,18 +78,18 @@ def test_round_trip(tmp_path):
 def test_run_record_describes_host_and_fingerprint_is_stable(monkeypatch, tmp_path):
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     monkeypatch.setenv("HAL_FALLBACK", "error")
-    a = RunRecord.new("a", repo=tmp_path)
-    b = RunRecord.new("b", repo=tmp_path)
+    a = new_run("a", repo=tmp_path)
+    b = new_run("b", repo=tmp_path)
     assert a.fingerprint == b.fingerprint == a.compute_fingerprint()
     assert a.host["cores"] >= 1 and a.host["memory_bytes"] > 0 and a.host["python"]
     assert a.libraries["numpy"] and "torch" in a.libraries
     assert a.env["OMP_NUM_THREADS"] == "2" and a.env["HAL_FALLBACK"] == "error"
     assert a.git is None  # tmp_path is no git checkout
     b.devices.append(DeviceRecord("cpu", "cpu", peaks={"gbps": 10.0}))
-    c = RunRecord.new("c", devices=[DeviceRecord("cpu", "cpu", peaks={"gbps": 20.0})])
+    c = new_run("c", devices=[DeviceRecord("cpu", "cpu", peaks={"gbps": 20.0})])
     assert b.compute_fingerprint() == c.compute_fingerprint()  # measured peaks do not count
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    assert RunRecord.new("d").fingerprint != a.fingerprint
+    assert new_run("d").fingerprint != a.fingerprint
 
 
 def test_corrupt_and_truncated_lines_are_skipped_with_file_and_line(tmp_path):
@@ -240,7 +238,7 @@ def test_end_record_with_wrong_types_is_skipped(tmp_path):
 @pytest.mark.parametrize("run_id", ["../escape", "a/b", "..", ".hidden", "a\\b", ""])
 def test_run_id_that_is_no_plain_file_name_is_refused(tmp_path, run_id):
     with pytest.raises(ValueError, match="run id"):
-        RunRecord.new(run_id)
+        new_run(run_id)
     path = tmp_path / "r.jsonl"
     _write_run(path, [_measurement("a")])
     text = path.read_text().replace('"id": "r1"', json.dumps({"id": run_id})[1:-1], 1)

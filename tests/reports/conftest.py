@@ -5,14 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.schema.records import (
-    Check,
-    DeviceRecord,
-    Measurement,
-    Placement,
-    ResultWriter,
-    RunRecord,
-)
+from benchmarks.schema.environment import new_run
+from benchmarks.schema.files import ResultWriter
+from benchmarks.schema.records import Check, DeviceRecord, Measurement, Placement
 from benchmarks.stats import summarize
 
 PEAKS = {"gflops": {"float32": 200.0, "float64": 100.0}, "gbps": 20.0}
@@ -71,7 +66,7 @@ def write_results(
     """A results file with a run record (peaks and a name for every backend's device, the
     host named `hostname` if given), measurements and an end."""
     backends = sorted({m.backend for m in measurements})
-    run = RunRecord.new(
+    run = new_run(
         run_id,
         devices=[DeviceRecord(f"{b}:0", b, {"vendor": b, "name": f"{b} chip"}) for b in backends],
     )

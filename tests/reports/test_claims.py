@@ -8,7 +8,8 @@ import re
 import pytest
 
 from benchmarks.claims import CLAIMS, claim
-from benchmarks.schema.records import Check, load_results
+from benchmarks.schema.files import load_results
+from benchmarks.schema.records import Check
 from reports.claims import claims_table
 from reports.report import build_report
 

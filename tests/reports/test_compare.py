@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from benchmarks.schema.records import SCHEMA_VERSION, load_results
+from benchmarks.schema.files import load_results
+from benchmarks.schema.records import SCHEMA_VERSION
 from reports.cli import main
 from reports.compare import compare_backends, compare_runs, exit_code
 

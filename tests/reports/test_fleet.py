@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from benchmarks.schema.records import load_results
+from benchmarks.schema.files import load_results
 from reports.cli import main
 from reports.frame import load_inputs
 from reports.report import build_report

@@ -1,0 +1,115 @@
+"""What a new run describes: this machine, its software and environment, now.
+
+The host's CPU model and memory come from `hal.host`; the rest (cores, OS, Python, git
+state, library versions, the environment variables that change results) is read here.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import hal
+from benchmarks.schema.records import DeviceRecord, RunRecord
+
+# library -> the distributions that provide it (the first one installed is reported)
+LIBRARIES = {
+    "numpy": ("numpy",),
+    "scipy": ("scipy",),
+    "pyopencl": ("pyopencl",),
+    "tvm": ("apache-tvm", "tlcpack"),
+    "onnxruntime": ("onnxruntime", "onnxruntime-gpu"),
+    "cupy": ("cupy", "cupy-cuda12x", "cupy-cuda11x", "cupy-rocm-5-0"),
+    "torch": ("torch",),
+    "jax": ("jax",),
+}
+ENV_PREFIXES = ("HAL_", "OPENBLAS_", "MKL_", "MPIR_CVAR_")
+ENV_NAMES = ("OMP_NUM_THREADS",)
+
+
+def new_run(
+    run_id: str,
+    devices: list[DeviceRecord] | None = None,
+    repo: Path | None = None,
+    config: dict[str, Any] | None = None,
+) -> RunRecord:
+    """A run record describing this machine and process now, fingerprint included.
+
+    `config` is what the run was asked to measure (stored so that a resume follows it).
+    """
+    run = RunRecord(
+        id=run_id,
+        git=git_state(repo or Path.cwd()),
+        host=host_info(),
+        devices=list(devices or []),
+        libraries=library_versions(),
+        env=relevant_env(),
+        loadavg=list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        config=dict(config or {}),
+    )
+    run.fingerprint = run.compute_fingerprint()
+    return run
+
+
+def git_state(repo: Path) -> dict[str, Any] | None:
+    """`{"commit", "dirty"}` of the git checkout at `repo`, or None outside one."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": bool(status.strip())}
+
+
+def host_info() -> dict[str, Any]:
+    """Host name, CPU model, logical cores (total and usable), memory bytes, OS and Python."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {
+        "hostname": platform.node(),
+        "cpu": hal.host.cpu_model(),
+        "machine": platform.machine(),
+        "cores": os.cpu_count(),
+        "usable_cores": usable,
+        "memory_bytes": hal.host.memory_bytes(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def library_versions(
+    libraries: dict[str, tuple[str, ...]] = LIBRARIES,
+) -> dict[str, str | None]:
+    """Installed versions of the libraries that matter (None if absent), without importing them."""
+    versions: dict[str, str | None] = {}
+    for name, distributions in libraries.items():
+        versions[name] = None
+        for dist in distributions:
+            try:
+                versions[name] = importlib.metadata.version(dist)
+                break
+            except importlib.metadata.PackageNotFoundError:
+                continue
+    return versions
+
+
+def relevant_env() -> dict[str, str]:
+    """Environment variables that change results: HAL_*, thread counts, BLAS/MPI tuning."""
+    return {
+        k: v for k, v in sorted(os.environ.items()) if k in ENV_NAMES or k.startswith(ENV_PREFIXES)
+    }
