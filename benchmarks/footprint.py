@@ -14,19 +14,14 @@ peak is added where the device counts its memory.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-
 import hal
-from benchmarks.workload import NotMeasuredHere, Workload, suite_workloads
+from benchmarks.child import prepared, run_child
+from benchmarks.workload import NotMeasuredHere, Workload, params_key
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 STATUS, CLEAR_REFS = Path("/proc/self/status"), Path("/proc/self/clear_refs")
-TIMEOUT_S = 600.0
 
 
 def _kib(field: str) -> int:
@@ -37,10 +32,6 @@ def _kib(field: str) -> int:
     raise NotMeasuredHere(f"{STATUS} has no {field} line: the footprint needs Linux")
 
 
-def _key(params: dict) -> str:
-    return json.dumps(params, sort_keys=True, default=str)
-
-
 def measure_footprint(suite: str, workload: Workload, dtype: str, device: str,
                       fallback: str = "error") -> dict[str, float]:
     """{"footprint_mib", "call_peak_mib"[, "device_peak_mib"]} of one call of `workload`
@@ -48,32 +39,15 @@ def measure_footprint(suite: str, workload: Workload, dtype: str, device: str,
     where the OS cannot say."""
     if not CLEAR_REFS.exists():
         raise NotMeasuredHere("the footprint needs Linux's /proc/self/clear_refs")
-    spec = {"suite": suite, "workload": workload.name, "params": _key(workload.params),
+    spec = {"suite": suite, "workload": workload.name, "params": params_key(workload.params),
             "dtype": dtype, "device": device, "fallback": fallback}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")) if p)}
-    done = subprocess.run([sys.executable, "-m", "benchmarks.footprint", json.dumps(spec)],
-                          capture_output=True, text=True, timeout=TIMEOUT_S, env=env,
-                          cwd=PACKAGE_ROOT, check=False)
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        raise hal.HalError(f"footprint of {suite}/{workload.name} on {device} ({dtype}): the "
-                           f"child process failed (exit {done.returncode}): "
-                           f"{done.stderr.strip()[-1500:]}")
-    return json.loads(lines[-1])
+    return run_child("benchmarks.footprint", spec,
+                     f"footprint of {suite}/{workload.name} on {device} ({dtype})")
 
 
 def _child(spec: dict) -> dict[str, float]:
     """Measure in this process (see the module docstring)."""
-    matches = [w for w in suite_workloads(spec["suite"])
-               if w.name == spec["workload"] and _key(w.params) == spec["params"]]
-    if len(matches) != 1:
-        raise hal.HalError(f"footprint: suite {spec['suite']} has {len(matches)} workloads "
-                           f"named {spec['workload']} with params {spec['params']}")
-    workload, device = matches[0], hal.device(spec["device"])
-    case = workload.build(np.dtype(hal.dtype(spec["dtype"])))
-    tensors = [hal.asarray(a, device=device) for a in case.inputs]
-    device.synchronize()
+    workload, device, tensors = prepared(spec)
     before = _kib("VmRSS")
     with hal.fallback_policy(spec["fallback"]):
         for call in range(2):

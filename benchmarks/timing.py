@@ -7,7 +7,8 @@ the options' CPU-fallback policy: `error` (the default) skips the workload, `war
 discarded; the inner loop is calibrated so one sample lasts far longer than the timer's
 resolution; each sample is bracketed by device events (`Device.record_event`, which
 synchronises the device where it has no events of its own) and divided by the inner-loop
-count.
+count. What a workload asks for besides its samples follows: its memory footprint and its
+first call, each measured in fresh processes, and its facts (non-timed figures).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 import hal
+from benchmarks.first_call import measure_first_call
 from benchmarks.footprint import measure_footprint
 from benchmarks.schema.records import Check, Measurement, Placement
 from benchmarks.stats import summarize
@@ -147,13 +149,31 @@ def measure(
     summary = summarize(record.samples)
     record.stats = summary.to_dict()
     record.metrics = derived_metrics(record, summary.median, peaks or {})
-    if workload.footprint:
-        try:
-            record.metrics.update(
-                measure_footprint(suite, workload, dtype, device.name, timing.fallback))
-        except Exception as exc:  # the timing stands; the note says why the memory is missing
-            record.error = f"footprint not measured: {type(exc).__name__}: {exc}"
+    _measure_apart(record, workload, tensors, timing.fallback)
     return record
+
+
+def _measure_apart(record: Measurement, workload: Workload, tensors: list, fallback: str) -> None:
+    """Add what the workload asks for besides the samples: its footprint and first call
+    (each in fresh processes) to the metrics, its facts; the timing stands when one of
+    these fails, and the record's error says why that figure is missing."""
+    apart = {"footprint": (workload.footprint, measure_footprint),
+             "first call": (workload.first_call, measure_first_call)}
+    notes = []
+    for what, (asked, measure_it) in apart.items():
+        if asked:
+            try:
+                record.metrics.update(measure_it(record.suite, workload, record.dtype,
+                                                 record.device, fallback))
+            except Exception as exc:  # the timing stands; the note says why
+                notes.append(f"{what} not measured: {type(exc).__name__}: {exc}")
+    if workload.facts:
+        try:
+            with hal.fallback_policy(fallback):
+                record.facts = dict(workload.facts(*tensors, **workload.options))
+        except Exception as exc:  # the timing stands; the note says why
+            notes.append(f"facts not gathered: {type(exc).__name__}: {exc}")
+    record.error = "; ".join(notes) or None
 
 
 def calibrate(workload: Workload, device: hal.Device, tensors: list, sample_time: float) -> int:

@@ -9,6 +9,7 @@ the output is checked against before any time counts.
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -65,7 +66,12 @@ class Workload:
     peak: "gflops" (per dtype) or "gbps". `quality(out, expected)` returns accuracy measures
     beyond the normwise error, by name, recorded in the measurement's check. `footprint`
     asks for the peak memory of a call, measured in a fresh process
-    (`benchmarks.footprint`) and recorded in the metrics.
+    (`benchmarks.footprint`) and recorded in the metrics; `first_call` asks for the time of
+    the first call in a fresh process, with empty caches and with the caches an earlier
+    process left (`benchmarks.first_call`), recorded in the metrics. `facts(*tensors,
+    **options)`, called once after the timing with the inputs, returns what the workload
+    reports about itself besides time and accuracy (a count, a choice it made, a
+    projection), recorded in the measurement's facts.
     """
 
     name: str
@@ -79,6 +85,8 @@ class Workload:
     peak: str | None = None
     quality: Callable[[np.ndarray, np.ndarray], dict[str, float]] | None = None
     footprint: bool = False
+    first_call: bool = False
+    facts: Callable[..., dict[str, float | str]] | None = None
 
     def tolerance(self, dtype: str) -> float:
         """Allowed normwise relative error of the output for `dtype`."""
@@ -113,3 +121,19 @@ def load_suite(name: str) -> ModuleType:
 def suite_workloads(name: str) -> list[Workload]:
     """The workloads of suite `name`."""
     return list(load_suite(name).workloads())
+
+
+def params_key(params: dict[str, Any]) -> str:
+    """A workload's params as canonical JSON (how a child process finds the workload)."""
+    return json.dumps(params, sort_keys=True, default=str)
+
+
+def find_workload(suite: str, name: str, params: str) -> Workload:
+    """The workload `name` of `suite` whose `params_key` is `params`; SuiteError unless
+    exactly one matches."""
+    matches = [w for w in suite_workloads(suite)
+               if w.name == name and params_key(w.params) == params]
+    if len(matches) != 1:
+        raise SuiteError(f"suite {suite} has {len(matches)} workloads named {name} with params "
+                         f"{params}; a fresh process must find exactly one")
+    return matches[0]

@@ -18,7 +18,7 @@ from typing import Any
 from benchmarks.schema.validation import from_dict, type_problem
 from benchmarks.stats import Summary
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 STATUSES = ("ok", "failed", "skipped", "timeout")
 MeasurementKey = tuple[str, str, str, str, str, str]
 
@@ -89,7 +89,11 @@ class Measurement:
 
     `samples` are seconds per call (each the mean of `inner_loops` calls); `stats` is a
     `benchmarks.stats.Summary` as a dict; `metrics` holds derived rates (`gflops`, `gbps`,
-    `items_per_s`, `pct_of_peak`); `flops`, `bytes` and `items` are the work of one call.
+    `items_per_s`, `pct_of_peak`) and figures measured apart from the samples (a call's
+    memory footprint, the first call's time in a fresh process); `flops`, `bytes` and
+    `items` are the work of one call. `facts` holds what the workload reports about itself
+    besides time and accuracy, by name: a count, a choice it made, a projection from a
+    model (numbers or text; added in schema 1.3).
     `rounds` counts the interleaved rounds whose samples the record pools.
     `fallback_policy` is the CPU-fallback policy it ran under: `error` (the default: a
     workload that needs the fallback is skipped) or `warn`/`allow` (it runs, and the
@@ -115,6 +119,7 @@ class Measurement:
     bytes: float | None = None
     items: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
+    facts: dict[str, float | str] = field(default_factory=dict)
     check: Check | None = None
     placement: Placement | None = None
     rounds: int = 1
