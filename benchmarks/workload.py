@@ -8,6 +8,7 @@ the output is checked against before any time counts.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import pkgutil
@@ -91,6 +92,19 @@ class Workload:
     def tolerance(self, dtype: str) -> float:
         """Allowed normwise relative error of the output for `dtype`."""
         return TOLERANCE.get(dtype, 0.0) * self.tolerance_scale
+
+
+def only_on(workload: Workload, backends: tuple[str, ...], why: str) -> Workload:
+    """`workload` measured on `backends` only; elsewhere skipped with `why`."""
+
+    def run(*tensors, **options):
+        name = tensors[0].device.backend.name
+        if name not in backends:
+            raise NotMeasuredHere(f"{workload.name} is measured on {', '.join(backends)} "
+                                  f"only, not {name}: {why}")
+        return workload.run(*tensors, **options)
+
+    return dataclasses.replace(workload, run=run)
 
 
 def random_array(shape: tuple[int, ...], dtype: np.dtype, seed: int) -> np.ndarray:

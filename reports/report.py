@@ -5,14 +5,15 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from benchmarks.schema.records import Results, RunRecord
 from reports import claims, plots, tables
+from reports.figures import jit
 from reports.frame import Inputs, load_inputs
+from reports.section import Section
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 78em; color: #222; }
@@ -26,14 +27,6 @@ img { max-width: 100%; } code { background: #f3f3f3; padding: 0 .2em; }
 
 class ReportError(Exception):
     """The report cannot be written: the message names the directory and the cause."""
-
-
-@dataclass
-class Section:
-    """A titled part of the report: paragraphs, tables and PNG images, in order."""
-
-    title: str
-    blocks: list[str | pd.DataFrame | tuple[str, bytes]] = field(default_factory=list)
 
 
 def _devices_text(run: RunRecord) -> str:
@@ -162,6 +155,14 @@ def suites_part(inputs: Inputs, baseline: str | None) -> list[Section]:
         Section(f"Suite `{suite}`", [tables.suite_table(group)])
         for suite, group in inputs.frame.groupby("suite", sort=True)
     ]
+
+
+FIGURES = (jit,)
+
+
+def figures_part(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """The figure sections of the suites that have them (`reports.figures`)."""
+    return [section for figures in FIGURES for section in figures.sections(inputs.results)]
 
 
 def skipped_part(inputs: Inputs, baseline: str | None) -> list[Section]:
@@ -298,6 +299,7 @@ PARTS: list[Part] = [
     claims_part,
     conformance_part,
     suites_part,
+    figures_part,
     skipped_part,
     speedup_part,
     across_part,

@@ -10,7 +10,8 @@ so the timing measures replay, not tracing.
 
 Cases, each checked against its reference before timing:
 - `kdv_kt`: 200 ETDRK4 steps of the Kassam-Trefethen KdV problem (N=256, float64; the
-  step is jitted, the loop is Python), against the exact 2-soliton in the max norm.
+  step is jitted, the loop is Python), against the exact 2-soliton in the max norm;
+  items are steps, and `full_steps` the steps of the whole solve.
 - `navier_stokes`: 5 IF-RK4 steps of Kolmogorov flow on 256^2, against numpy in complex128.
 - `taylor`: f^(k) of sin(x) exp(-x^2) at 10^4 points by Taylor mode, k = 10 and 16,
   against the Hermite closed form (jax: jax.experimental.jet; numpy: the recurrences).
@@ -18,9 +19,17 @@ Cases, each checked against its reference before timing:
   attention, output projection, residual, layer_norm; linear-gelu(tanh)-linear,
   residual, layer_norm), batch 8, 128 tokens, width 256, float32, against numpy.
 - `fft_pipeline`: |ifft(fft(x) * h)| over 64 batched 1024-point complex transforms.
+- `chain`: 200 subtractions of 8-element float64 vectors, each value read by the next two
+  so that nothing fuses: the cost of replaying one node (items are nodes), beside numpy
+  allocating (`[numpy]`) and writing into preallocated buffers (`[numpy-out]`, what the
+  cpu kernel does).
 
-`python -m benchmarks.jit_figures` prints the figures of a full KdV solve, per-node
-replay cost and compile times beside these.
+Compile time: `kdv_step[jit]` (one ETDRK4 step, on cpu) and `small_fused[jit]`
+(exp(2x + y) - sin(y) y over 4096 float32 elements, on tvm) record their first call in a
+fresh process, with an empty cache directory and with the disk caches a first process
+left (`benchmarks.first_call`), beside the replay the samples time. `jit_cache` (cpu)
+checks that calls with the shapes seen before do not trace again (`Jitted.traces`).
+The report's "hal.jit" section puts these side by side.
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ import numpy as np
 
 import hal
 from benchmarks.suites import science
-from benchmarks.workload import Case, Workload, random_array
+from benchmarks.workload import Case, Workload, only_on, random_array
 from frontends.autograd import bench
 from frontends.science import kdv, peers
 from frontends.science import navier_stokes as ns
@@ -50,7 +59,7 @@ class JitCase:
     `make(device, dtype, compile)` returns the hal function of device tensors, with its
     step (or whole body) passed through `compile` (identity or hal.jit); `dtype` is the
     first input's. `peer(name, dtype)` returns the peer's function of host arrays
-    (numpy dtype of the first input), compiled once.
+    (numpy dtype of the first input), compiled once; a case without peers has none.
     """
 
     name: str
@@ -59,36 +68,45 @@ class JitCase:
     build: Callable[[np.dtype], Case]
     reference: Callable[..., np.ndarray]
     make: Callable
-    peer: Callable
+    peer: Callable | None = None
     tolerance_scale: float = 1.0
 
     def workloads(self, peer_names=tuple(PEER_MODES)) -> list[Workload]:
         """`<name>[eager]`, `<name>[jit]`, then `<name>[<peer>]` for each peer."""
-        out = [self._hal(mode) for mode in MODES]
-        return out + [self._peer(name) for name in peer_names]
+        out = [self.hal_workload(mode) for mode in MODES]
+        return out + [self.peer_workload(name) for name in peer_names]
 
-    def _workload(self, label: str, params: dict, run: Callable) -> Workload:
+    def workload(self, label: str, params: dict, run: Callable) -> Workload:
+        """`<name>[<label>]` with these params and run, the case's inputs and reference."""
         return Workload(f"{self.name}[{label}]", params, self.dtypes, self.build, run,
                         self.reference, tolerance_scale=self.tolerance_scale)
 
-    def _hal(self, mode: str) -> Workload:
+    def hal_workload(self, mode: str) -> Workload:
+        """The hal function in `mode` ("eager" or "jit"), built once per (device, dtype)."""
         made = functools.cache(lambda device, dtype: self.make(device, dtype, MODES[mode]))
 
         def run(*tensors: hal.Tensor) -> hal.Tensor:
             return made(tensors[0].device, tensors[0].dtype)(*tensors)
 
-        return self._workload(mode, {**self.params, "mode": mode}, run)
+        return self.workload(mode, {**self.params, "mode": mode}, run)
 
-    def _peer(self, name: str) -> Workload:
-        made = functools.cache(lambda dtype: self.peer(name, dtype))
-
-        def run(*tensors: hal.Tensor) -> hal.Tensor:
-            science.on_host(tensors[0].device)
-            arrays = [t.numpy() for t in tensors]
-            return hal.asarray(np.asarray(made(arrays[0].dtype)(*arrays)), device=tensors[0].device)
-
+    def peer_workload(self, name: str) -> Workload:
+        """The peer `name` (a key of PEER_MODES) on the host."""
         params = science.peer_params(name, {**self.params, "mode": PEER_MODES[name]})
-        return self._workload(name, params, run)
+        return self.workload(name, params, host_run(lambda dtype: self.peer(name, dtype)))
+
+
+def host_run(make: Callable[[np.dtype], Callable]) -> Callable[..., hal.Tensor]:
+    """A workload's run that computes on host arrays with `make(dtype)`'s function (built
+    once per dtype of the first input), under the cpu backend only."""
+    made = functools.cache(make)
+
+    def run(*tensors: hal.Tensor) -> hal.Tensor:
+        science.on_host(tensors[0].device)
+        arrays = [t.numpy() for t in tensors]
+        return hal.asarray(np.asarray(made(arrays[0].dtype)(*arrays)), device=tensors[0].device)
+
+    return run
 
 
 def compiling_peer(name: str) -> peers.Peer:
@@ -122,9 +140,29 @@ def kdv_case(steps: int = science.KDV_STEPS) -> JitCase:
         return kdv.peer_runner(compiling_peer(name), problem, dtype, steps)
 
     # the max-norm error limit is 1e-6 in float64 (the published figure)
-    return JitCase("kdv_kt", {"N": problem.n, "steps": steps, "dt": problem.dt}, ("float64",),
-                   science.kdv_build(problem, steps), lambda u0: problem.exact(problem.t_end),
-                   make, peer, tolerance_scale=1e4)
+    params = {"N": problem.n, "steps": steps, "dt": problem.dt,
+              "full_steps": kdv.KASSAM_TREFETHEN.steps}
+    return JitCase("kdv_kt", params, ("float64",), science.kdv_build(problem, steps),
+                   lambda u0: problem.exact(problem.t_end), make, peer, tolerance_scale=1e4)
+
+
+def kdv_step_case() -> JitCase:
+    """One ETDRK4 step of Kassam-Trefethen from the rfft of the exact u(0) (N=256, float64):
+    the subject of the compile-time figure on cpu."""
+    problem = kdv.KASSAM_TREFETHEN
+
+    def build(dtype: np.dtype) -> Case:
+        n = problem.n
+        return Case([np.fft.rfft(problem.exact(0.0))], flops=4 * 2 * 2.5 * n * math.log2(n),
+                    items=1)
+
+    def make(device, dtype, compile):
+        solver = kdv.KdVSolver(problem, "float64", device)
+        return compile(lambda v: kdv.etdrk4_step(hal.fft, solver.coeffs, v, problem.n))
+
+    coefficients = kdv.coefficients(problem)
+    return JitCase("kdv_step", {"N": problem.n, "dt": problem.dt}, ("complex128",), build,
+                   lambda v: kdv.etdrk4_step(np.fft, coefficients, v, problem.n), make)
 
 
 # -- Navier-Stokes ------------------------------------------------------------------------------
@@ -225,8 +263,8 @@ def taylor_case(k: int, n: int = bench.POINTS) -> JitCase:
             return _jax_jet(k)
         raise hal.UnsupportedOp(
             f"taylor k={k} in {name}: torch has no Taylor mode and torch.compile does not "
-            "compile nested autograd (double backward); `python -m frontends.autograd.bench` "
-            "measures torch's eager nested autograd")
+            "compile nested autograd (double backward); the autograd suite measures torch's "
+            "eager nested autograd")
 
     return JitCase("taylor", {"order": k, "n": n, "function": "sin*exp(-x^2)"},
                    ("float64", "float32"), build,
@@ -364,12 +402,122 @@ def fft_case(batch: int = 64, n: int = 1024) -> JitCase:
                    tolerance_scale=10.0)
 
 
+# -- replay cost per node ------------------------------------------------------------------------
+def chain(a, b, ops: int):
+    """`ops` subtractions x[i+2] = x[i+1] - x[i]: each value is read by the next two."""
+    for _ in range(ops):
+        a, b = b, b - a
+    return b
+
+
+def chain_into_buffers(ops: int, size: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """`chain` in numpy writing each result into one of three buffers allocated once."""
+    buffers = [np.empty(size) for _ in range(3)]
+
+    def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        for i in range(ops):
+            a, b = b, np.subtract(b, a, out=buffers[i % 3])
+        return b
+
+    return run
+
+
+def chain_case(ops: int = 200, size: int = 8) -> JitCase:
+    """A chain of `ops` tiny subtractions (nothing fuses: every node runs on its own)."""
+
+    def build(dtype: np.dtype) -> Case:
+        return Case([np.linspace(0.0, 1.0, size, dtype=dtype),
+                     np.linspace(1.0, 2.0, size, dtype=dtype)], items=ops)
+
+    def make(device, dtype, compile):
+        return compile(lambda a, b: chain(a, b, ops))
+
+    return JitCase("chain", {"ops": ops, "elements": size}, ("float64",), build,
+                   lambda a, b: chain(a, b, ops), make,
+                   lambda name, dtype: lambda a, b: chain(a, b, ops))
+
+
+def chain_workloads(case: JitCase) -> list[Workload]:
+    """The chain eager and jitted, in numpy allocating, and in numpy into buffers."""
+    params = science.peer_params("numpy", {**case.params, "mode": "numpy into out="})
+    into = case.workload("numpy-out", params, host_run(
+        lambda dtype: chain_into_buffers(case.params["ops"], case.params["elements"])))
+    return [*case.workloads(("numpy",)), into]
+
+
+# -- compile time and the cache -------------------------------------------------------------------
+def small_fused_case(n: int = 4096) -> JitCase:
+    """exp(2x + y) - sin(y) y over n float32 elements: one fused group, the subject of the
+    compile-time figure on tvm."""
+
+    def build(dtype: np.dtype) -> Case:
+        return Case([np.linspace(-1.0, 1.0, n, dtype=dtype),
+                     np.linspace(0.0, 2.0, n, dtype=dtype)], items=n)
+
+    def make(device, dtype, compile):
+        return compile(lambda x, y: hal.exp(x * 2.0 + y) - hal.sin(y) * y)
+
+    return JitCase("small_fused", {"n": n}, ("float32",), build,
+                   lambda x, y: np.exp(x * 2.0 + y) - np.sin(y) * y, make,
+                   tolerance_scale=10.0)
+
+
+COMPILE_SUBJECTS = {"kdv_step": ("cpu",), "small_fused": ("tvm",)}
+
+
+def compile_workloads() -> list[Workload]:
+    """The compile-time subjects jitted, each on its backend, first call timed apart."""
+    subjects = {"kdv_step": kdv_step_case(), "small_fused": small_fused_case()}
+    why = ("the compile-time figure is taken for the KdV step on cpu (numba fuses its "
+           "chains) and for a small fused graph on tvm (TVM builds it)")
+    return [only_on(replace(case.hal_workload("jit"), first_call=True),
+                    COMPILE_SUBJECTS[name], why) for name, case in subjects.items()]
+
+
+CACHE_SHAPES = (1000, 1000, 1000, 2000, 1000)
+
+
+def traces_after_each_call(small: hal.Tensor, large: hal.Tensor) -> list[int]:
+    """`Jitted.traces` of a new jitted function after each call with CACHE_SHAPES."""
+    jitted = hal.jit(lambda x: hal.exp(x) * 2.0 + x)
+    inputs = {small.shape[0]: small, large.shape[0]: large}
+    counts = []
+    for n in CACHE_SHAPES:
+        jitted(inputs[n])
+        counts.append(jitted.traces)
+    return counts
+
+
+def cache_workload() -> Workload:
+    """Calls with the shapes seen before reuse their trace: the counts after each call are
+    checked against [1, 1, 1, 2, 2]; the call sequence is the time."""
+
+    def run(small: hal.Tensor, large: hal.Tensor) -> hal.Tensor:
+        return hal.asarray(np.array(traces_after_each_call(small, large), np.float64),
+                           device=small.device)
+
+    def facts(small: hal.Tensor, large: hal.Tensor) -> dict[str, float | str]:
+        return {"shapes": " ".join(f"({n},)" for n in CACHE_SHAPES),
+                "traces_after_each_call": " ".join(map(str, traces_after_each_call(small,
+                                                                                    large)))}
+
+    expected = np.array([1.0, 1.0, 1.0, 2.0, 2.0])
+    workload = Workload("jit_cache", {"shapes": " ".join(map(str, CACHE_SHAPES))},
+                        ("float64",),
+                        lambda dtype: Case([np.ones(min(CACHE_SHAPES), dtype),
+                                            np.ones(max(CACHE_SHAPES), dtype)]),
+                        run, lambda small, large: expected, facts=facts)
+    return only_on(workload, ("cpu",), "a property of hal.jit, the same on every backend")
+
+
 def cases() -> list[JitCase]:
-    """Every case at the suite's sizes."""
+    """Every case at the suite's sizes (the chain apart: it has its own peers)."""
     return [kdv_case(), ns_case(), taylor_case(10), taylor_case(16), transformer_case(),
             fft_case()]
 
 
 def workloads() -> list[Workload]:
-    """Each case eager and jitted on the device, then in each peer on the host."""
-    return [w for case in cases() for w in case.workloads()]
+    """Each case eager and jitted on the device, then in each peer on the host; the chain;
+    the compile-time subjects and the trace cache."""
+    return ([w for case in cases() for w in case.workloads()] + chain_workloads(chain_case())
+            + compile_workloads() + [cache_workload()])

@@ -33,7 +33,7 @@ import numpy as np
 
 import hal
 from benchmarks.suites import int8, jit, ops, parallel, science
-from benchmarks.workload import Case, NotMeasuredHere, Workload
+from benchmarks.workload import Case, NotMeasuredHere, Workload, only_on
 from frontends.parallel import planner
 from frontends.parallel.training_scripts import annotation_lines
 from frontends.science import kdv
@@ -49,19 +49,6 @@ def tagged(workload: Workload, claim: str, role: str, **changes) -> Workload:
     """`workload` with the claim and its role in the params (other fields changed too)."""
     return dataclasses.replace(workload, params={**workload.params, "claim": claim,
                                                  "role": role}, **changes)
-
-
-def only_on(workload: Workload, backends: tuple[str, ...], why: str) -> Workload:
-    """`workload` measured on `backends` only; elsewhere skipped with `why`."""
-
-    def run(*tensors, **options):
-        name = tensors[0].device.backend.name
-        if name not in backends:
-            raise NotMeasuredHere(f"{workload.name} is measured on {', '.join(backends)} "
-                                  f"only, not {name}: {why}")
-        return workload.run(*tensors, **options)
-
-    return dataclasses.replace(workload, run=run)
 
 
 def bert_int8() -> list[Workload]:

@@ -9,7 +9,7 @@ import pytest
 
 import hal
 from benchmarks.suites import jit
-from benchmarks.timing import normwise_error
+from benchmarks.timing import TimingOptions, measure, normwise_error
 from benchmarks.workload import suite_workloads
 from frontends.autograd import bench
 from frontends.science import peers
@@ -21,6 +21,7 @@ TINY = {
     "transformer_block": lambda: jit.transformer_case(batch=2, tokens=8, width=16, heads=2),
     "fft_pipeline": lambda: jit.fft_case(batch=3, n=32),
 }
+ONE_CALL = TimingOptions(warmup=0, min_samples=1, max_samples=1, sample_time=0.0, budget=0.0)
 AGREE = {"float32": 1e-5, "complex64": 1e-5, "float64": 1e-12, "complex128": 1e-12}
 
 
@@ -99,3 +100,29 @@ def test_the_suite_lists_every_case_eager_jitted_and_in_each_peer():
         assert {f"{case}[{label}]" for label in ("eager", "jit", *jit.PEER_MODES)} <= names
     orders = {w.params["order"] for w in suite_workloads("jit") if w.name == "taylor[jit]"}
     assert orders == {10, 16}
+
+
+def test_the_chain_in_hal_and_numpy_matches_its_reference():
+    case = jit.chain_case(ops=7, size=5)
+    runs = {w.name: w for w in jit.chain_workloads(case)}
+    assert set(runs) == {"chain[eager]", "chain[jit]", "chain[numpy]", "chain[numpy-out]"}
+    assert runs["chain[numpy-out]"].params["mode"] == "numpy into out="
+    outputs = [_checked(w, "float64") for w in runs.values()]
+    for out in outputs[1:]:
+        np.testing.assert_array_equal(out, outputs[0])
+    assert runs["chain[jit]"].build(np.dtype("float64")).items == 7  # a node per op
+
+
+def test_the_compile_subjects_time_their_first_call_on_their_backend_only(cpu):
+    found = {w.name: w for w in jit.compile_workloads()}
+    assert set(found) == {"kdv_step[jit]", "small_fused[jit]"}
+    assert all(w.first_call for w in found.values())
+    _checked(found["kdv_step[jit]"], "complex128")
+    record = measure(found["small_fused[jit]"], "jit", "float32", cpu, ONE_CALL)
+    assert record.status == "skipped" and "measured on tvm only, not cpu" in record.error
+
+
+def test_the_trace_cache_is_checked_and_its_counts_recorded(cpu):
+    record = measure(jit.cache_workload(), "jit", "float64", cpu, ONE_CALL)
+    assert record.status == "ok" and record.check.passed
+    assert record.facts["traces_after_each_call"] == "1 1 1 2 2"

@@ -1,5 +1,6 @@
 """Synthetic result files written through the real writer."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -107,3 +108,21 @@ def results_file(tmp_path: Path):
     """Factory: `results_file(name, measurements, run_id, hostname=None, completed=True)`
     writes a results file in tmp_path."""
     return lambda name, ms, run_id="run", **kw: write_results(tmp_path / name, ms, run_id, **kw)
+
+
+@pytest.fixture
+def suite_measurement(measurement):
+    """Factory of a synthetic measurement of a suite's workload: its median (1% spread),
+    params, items, metrics, facts and check (see `synthetic_measurement`)."""
+
+    def make(suite, workload, backend, median, *, params=None, dtype="float64", items=None,
+             metrics=None, facts=None, status="ok", error=None, max_error=1e-7, quality=None,
+             seed=0, device=None):
+        m = measurement(workload, backend, median, seed, status=status, dtype=dtype)
+        return dataclasses.replace(
+            m, suite=suite, params=dict(params or {}), items=items, flops=None, bytes=None,
+            device=device or m.device, metrics=dict(metrics or {}), facts=dict(facts or {}),
+            error=error if status != "ok" else None,
+            check=Check(True, max_error, 1e-4, quality or {}) if status == "ok" else None)
+
+    return make
