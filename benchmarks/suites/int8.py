@@ -21,8 +21,24 @@ samples, so `items_per_s` is samples/s.
 Every output is checked against a numpy FP32 forward of the same weights
 (`frontends.nn.reference`); the INT8 ones with a tolerance for quantization, and each
 records `cosine_min`/`cosine_mean` to that reference in its check's quality.
-`python -m benchmarks.int8_figures` adds side-by-side throughput, the nearest-neighbour
-agreement on the shipped sentence set and the export/import round trip.
+
+At batch 8 the workloads also record, in their facts (figures that are not timings,
+gathered once after the timing):
+- retention on the shipped sentences (frontends/nn/data/topics.tsv: 96 sentences, 8
+  topics, padded to the longest), INT8 against FP32 of the same runtime: INT8's cosine
+  to FP32 (min, mean), the nearest-neighbour agreement (the share of sentences whose
+  nearest other sentence is the same under INT8 as under FP32) and the topic neighbour
+  accuracy (the nearest other sentence shares the topic) in FP32 and INT8, for
+  per-channel and per-tensor weights; `minilm[int8]` in hal on its device,
+  `minilm[ort-int8]` in ONNX Runtime (and, on a CPU without VNNI, its default u8 x s8
+  kernels, which sum in int16). The goal: agreement >= 99.2% and every cosine >= 0.99.
+- the round trip on cpu, `minilm[fp32]` and `minilm[int8]`: the model exported
+  (`hal.onnx.export`), checked by `onnx.checker`, run in ONNX Runtime and through
+  `hal.onnx.load`, each output's max abs difference to the model run eagerly; the file's
+  size and ops.
+
+The report's "INT8" section puts throughput (FP32, INT8 and their ratio per runtime,
+hal's best INT8 against ONNX Runtime's), retention and the round trip side by side.
 """
 
 from __future__ import annotations
@@ -122,9 +138,10 @@ def int8_model(device: hal.Device, per_channel: bool = True) -> nn.SentenceEncod
 
 
 @functools.cache
-def encoder(device: hal.Device, precision: str):
-    """The MiniLM encoder on `device` through hal.jit: "fp32" or "int8" (per-channel)."""
-    chosen = model(device) if precision == "fp32" else int8_model(device)
+def encoder(device: hal.Device, precision: str, per_channel: bool = True):
+    """The MiniLM encoder on `device` through hal.jit: "fp32" or "int8" (per-channel
+    weights, or per-tensor)."""
+    chosen = model(device) if precision == "fp32" else int8_model(device, per_channel)
     return hal.jit(lambda ids, mask: chosen(ids, mask))
 
 
@@ -201,8 +218,143 @@ def ort_label() -> str:
         return "onnxruntime (not installed)"
 
 
+# -- retention and the round trip: facts of the batch-8 measurements ---------------------------
+FACTS_BATCH = 8
+AGREEMENT_GOAL = 0.992
+COSINE_GOAL = 0.99
+PER_CHANNEL = {"per-channel": True, "per-tensor": False}
+# without VNNI, ONNX Runtime's default u8 x s8 kernels (int16 sums) beside its exact ones
+ORT_INT16_VARIANT = "per-channel, u8 x s8 default (int16 sums)"
+
+
+def nearest_other(embeddings: np.ndarray) -> np.ndarray:
+    """For each row, the index of the most cosine-similar other row."""
+    e = np.asarray(embeddings, np.float64)
+    e = e / np.linalg.norm(e, axis=-1, keepdims=True)
+    similarity = e @ e.T
+    np.fill_diagonal(similarity, -np.inf)
+    return similarity.argmax(axis=1)
+
+
+def neighbour_agreement(fp32: np.ndarray, int8: np.ndarray) -> float:
+    """The fraction of rows whose nearest other row is the same in both sets."""
+    return float(np.mean(nearest_other(fp32) == nearest_other(int8)))
+
+
+def topic_accuracy(embeddings: np.ndarray, topics) -> float:
+    """The fraction of rows whose nearest other row has the same topic."""
+    topics = np.asarray(topics)
+    return float(np.mean(topics[nearest_other(embeddings)] == topics))
+
+
+def retention(fp32: np.ndarray, int8: np.ndarray, topics) -> dict:
+    """How much of FP32's embedding geometry INT8 keeps: cosine to FP32 (min, mean),
+    nearest-neighbour agreement, topic accuracy in both, and whether the goal is met."""
+    cos = cosines(int8, fp32)
+    agreement = neighbour_agreement(fp32, int8)
+    return {"cosine_min": float(cos.min()), "cosine_mean": float(cos.mean()),
+            "neighbour_agreement": agreement,
+            "topic_accuracy_fp32": topic_accuracy(fp32, topics),
+            "topic_accuracy_int8": topic_accuracy(int8, topics),
+            "goal_met": bool(agreement >= AGREEMENT_GOAL and cos.min() >= COSINE_GOAL)}
+
+
+@functools.cache
+def sentences() -> tuple[tuple[str, ...], dict[str, np.ndarray]]:
+    """(topics, input_ids and attention_mask) of the shipped sentences, padded to the
+    longest (at most SEQ tokens)."""
+    rows = finetune.read_topics()
+    t = nn.tokenize(tokenizer(), [s for _, s in rows], max_length=SEQ)
+    return tuple(topic for topic, _ in rows), {k: t[k] for k in ("input_ids", "attention_mask")}
+
+
+def retention_facts(fp32: np.ndarray, int8: dict[str, np.ndarray]) -> dict[str, float | str]:
+    """Facts of one runtime's retention on the shipped sentences: its FP32 output against
+    the numpy reference, then per INT8 variant `<variant>/<measure>` (see `retention`)."""
+    topics, t = sentences()
+    expected = embeddings_reference(t["input_ids"], t["attention_mask"])
+    facts: dict[str, float | str] = {
+        "sentences": len(topics), "topics": len(set(topics)),
+        "tokens": int(t["input_ids"].shape[1]), "goal_agreement": AGREEMENT_GOAL,
+        "goal_cosine": COSINE_GOAL, "topic_accuracy_reference": topic_accuracy(expected, topics),
+        "fp32_cosine_min_to_reference": float(cosines(fp32, expected).min())}
+    for variant, out in int8.items():
+        kept = retention(fp32, out, topics)
+        kept["goal_met"] = "met" if kept["goal_met"] else "not met"
+        facts.update({f"{variant}/{measure}": value for measure, value in kept.items()})
+    return facts
+
+
+def _hal_retention(ids: hal.Tensor, mask: hal.Tensor) -> dict[str, float | str]:
+    """hal's retention on the tensors' device (cpu and onnxruntime only: the sentences in
+    FP32 and two INT8 variants take minutes on tvm and opencl here)."""
+    device = ids.device
+    if device.backend.name not in LARGE_BATCH_BACKENDS:
+        raise NotMeasuredHere(f"retention is measured on {', '.join(LARGE_BATCH_BACKENDS)} "
+                              f"only: the shipped sentences in FP32 and two INT8 variants "
+                              f"take minutes on {device.backend.name} here")
+    _, t = sentences()
+    args = [hal.asarray(t[k], device=device) for k in ("input_ids", "attention_mask")]
+    fp32 = encoder(device, "fp32")(*args).numpy()
+    return retention_facts(fp32, {variant: encoder(device, "int8", per_channel)(*args).numpy()
+                                  for variant, per_channel in PER_CHANNEL.items()})
+
+
+def _ort_retention() -> dict[str, float | str]:
+    """ONNX Runtime's retention: its FP32 session against its INT8 ones (per-channel,
+    per-tensor and, without VNNI, its default int16-summing kernels)."""
+    _, t = sentences()
+    variants = {"fp32": {}, **{v: {"per_channel": pc} for v, pc in PER_CHANNEL.items()}}
+    if not quant.peers.has_vnni():
+        variants[ORT_INT16_VARIANT] = {"per_channel": True, "exact_int8": False}
+    sessions = ort_sessions(t["input_ids"], t["attention_mask"], variants)
+    feed = {"input_ids": t["input_ids"], "attention_mask": t["attention_mask"]}
+    outputs = {name: session.run(None, feed)[0] for name, session in sessions.items()}
+    return retention_facts(outputs.pop("fp32"), outputs)
+
+
+def round_trip_facts(precision: str, ids: hal.Tensor, mask: hal.Tensor) -> dict[str, float | str]:
+    """MiniLM in `precision` on cpu exported for these inputs (`hal.onnx.export`), checked
+    by onnx.checker, run in ONNX Runtime and through `hal.onnx.load`: the file's size and
+    ops, each output's max abs difference to hal eager (or why it could not run)."""
+    import onnx
+
+    if ids.device.backend.name != "cpu":
+        raise NotMeasuredHere(f"the ONNX round trip exports and loads on the cpu backend, "
+                              f"not {ids.device.name}")
+    chosen = model(ids.device) if precision == "fp32" else int8_model(ids.device)
+    eager = chosen(ids, mask).numpy()
+    with tempfile.TemporaryDirectory(prefix="hal-int8-round-trip-") as directory:
+        path = export_minilm(Path(directory) / "model.onnx", chosen, ids.numpy(), mask.numpy())
+        onnx.checker.check_model(str(path))
+        facts: dict[str, float | str] = {
+            "onnx_mb": path.stat().st_size / 1e6, "checker": "passed",
+            "onnx_ops": ", ".join(sorted({n.op_type for n in onnx.load(str(path)).graph.node}))}
+        ort = quant.peers.ort_session(path).run(
+            None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0]
+        facts["ort_max_abs_diff"] = float(np.max(np.abs(ort - eager)))
+        try:
+            loaded = hal.onnx.load(path)(ids, mask)[0].numpy()
+            facts["hal_load_max_abs_diff"] = float(np.max(np.abs(loaded - eager)))
+        except Exception as exc:  # the export's figures stand; the fact says why
+            facts["hal_load_max_abs_diff"] = f"failed: {type(exc).__name__}: {exc}"
+    return facts
+
+
+def _hal_facts(precision: str):
+    def facts(ids: hal.Tensor, mask: hal.Tensor) -> dict[str, float | str]:
+        found = round_trip_facts(precision, ids, mask) if ids.device.backend.name == "cpu" \
+            else {}
+        if precision == "int8":
+            found.update(_hal_retention(ids, mask))
+        return found
+
+    return facts
+
+
 def workloads() -> list[Workload]:
-    """MiniLM FP32 and INT8 per batch size: on every backend, and ONNX Runtime on the host."""
+    """MiniLM FP32 and INT8 per batch size: on every backend, and ONNX Runtime on the host;
+    at batch 8 with retention and the round trip in their facts."""
     out = []
     for batch in BATCHES:
         params = {"model": "all-MiniLM-L6-v2", "seq": SEQ, "batch": batch, "claim": CLAIM}
@@ -211,14 +363,17 @@ def workloads() -> list[Workload]:
         for precision in ("fp32", "int8"):
             scale = 1.0 if precision == "fp32" else INT8_TOLERANCE_SCALE
             p = {**params, "precision": precision}
+            facts = _hal_facts(precision) if batch == FACTS_BATCH else None
             out.append(Workload(f"minilm[{precision}]", p, ("float32",), _build(batch),
                                 _hal_run(precision, batch), embeddings_reference,
-                                tolerance_scale=scale, quality=cosine_quality))
+                                tolerance_scale=scale, quality=cosine_quality, facts=facts))
             peer = {**params, "precision": precision, "peer": ort_label()}
             peer.pop("backends", None)
             if precision == "int8":
                 peer["ort_x64quantprecision"] = not quant.peers.has_vnni()
+            facts = (lambda ids, mask: _ort_retention()) if (
+                batch == FACTS_BATCH and precision == "int8") else None
             out.append(Workload(f"minilm[ort-{precision}]", peer, ("float32",), _build(batch),
                                 _ort_run(precision), embeddings_reference,
-                                tolerance_scale=scale, quality=cosine_quality))
+                                tolerance_scale=scale, quality=cosine_quality, facts=facts))
     return out

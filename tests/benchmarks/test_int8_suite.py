@@ -1,5 +1,5 @@
-"""The int8 suite at batch 1 on cpu (checked, timed, cosine recorded), its skips, and the
-retention metrics of benchmarks.int8_figures on small synthetic embeddings."""
+"""The int8 suite at batch 1 on cpu (checked, timed, cosine recorded), its skips, and its
+retention metrics on small synthetic embeddings."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import hal
-from benchmarks import int8_figures as figures
 from benchmarks.suites import int8
 from benchmarks.timing import TimingOptions, measure
 from benchmarks.workload import suite_workloads
@@ -84,47 +83,52 @@ TOPICS = ["a", "a", "b", "b"]
 
 
 def test_nearest_other_skips_the_row_itself_and_ignores_lengths():
-    np.testing.assert_array_equal(figures.nearest_other(BASE), [1, 0, 3, 2])
-    np.testing.assert_array_equal(figures.nearest_other(BASE * [[1], [3], [0.5], [2]]),
+    np.testing.assert_array_equal(int8.nearest_other(BASE), [1, 0, 3, 2])
+    np.testing.assert_array_equal(int8.nearest_other(BASE * [[1], [3], [0.5], [2]]),
                                   [1, 0, 3, 2])
 
 
 def test_agreement_and_topic_accuracy_count_the_rows_whose_neighbour_moved():
     moved = _at([0, 10, 90, 40])  # row 3's nearest becomes row 1; the others keep theirs
-    np.testing.assert_array_equal(figures.nearest_other(moved), [1, 0, 3, 1])
-    assert figures.neighbour_agreement(BASE, BASE) == 1.0
-    assert figures.neighbour_agreement(BASE, moved) == 0.75
-    assert figures.topic_accuracy(BASE, TOPICS) == 1.0
-    assert figures.topic_accuracy(moved, TOPICS) == 0.75
-    assert figures.topic_accuracy(BASE[[0, 2, 1, 3]], TOPICS) == 0.0
+    np.testing.assert_array_equal(int8.nearest_other(moved), [1, 0, 3, 1])
+    assert int8.neighbour_agreement(BASE, BASE) == 1.0
+    assert int8.neighbour_agreement(BASE, moved) == 0.75
+    assert int8.topic_accuracy(BASE, TOPICS) == 1.0
+    assert int8.topic_accuracy(moved, TOPICS) == 0.75
+    assert int8.topic_accuracy(BASE[[0, 2, 1, 3]], TOPICS) == 0.0
 
 
 def test_retention_measures_cosines_and_the_goal():
     near = _at([1, 9, 91, 99])  # every row turned by 1 degree
-    r = figures.retention(BASE, near, TOPICS)
+    r = int8.retention(BASE, near, TOPICS)
     assert r["cosine_min"] == pytest.approx(np.cos(np.deg2rad(1)))
     assert r["cosine_mean"] == pytest.approx(np.cos(np.deg2rad(1)))
     assert r["neighbour_agreement"] == 1.0 and r["topic_accuracy_int8"] == 1.0
     assert r["goal_met"]
     far = _at([0, 10, 90, 40])
-    r = figures.retention(BASE, far, TOPICS)
+    r = int8.retention(BASE, far, TOPICS)
     assert r["cosine_min"] == pytest.approx(np.cos(np.deg2rad(60)))
     assert r["neighbour_agreement"] == 0.75 and not r["goal_met"]
 
 
-def test_interleaved_medians_samples_each_call_and_reports_a_failing_one():
-    counts = {"a": 0, "b": 0}
+def test_retention_and_the_round_trip_are_facts_of_the_batch_8_workloads():
+    with_facts = {(w.name, w.params["batch"]) for w in suite_workloads("int8") if w.facts}
+    assert with_facts == {("minilm[fp32]", 8), ("minilm[int8]", 8), ("minilm[ort-int8]", 8)}
 
-    def call(key):
-        counts[key] += 1
-        return np.full(2, counts[key])
 
-    def broken():
-        raise hal.UnsupportedOp("no kernel here")
+def test_retention_facts_name_each_variant_and_measure(monkeypatch):
+    topics = ("a", "a", "b", "b")
+    monkeypatch.setattr(int8, "sentences", lambda: (topics, {
+        "input_ids": np.zeros((4, 2), np.int64), "attention_mask": np.ones((4, 2), np.int64)}))
+    monkeypatch.setattr(int8, "embeddings_reference", lambda ids, mask: BASE)
+    facts = int8.retention_facts(BASE, {"per-tensor": _at([1, 9, 91, 99])})
+    assert facts["per-tensor/neighbour_agreement"] == 1.0
+    assert facts["per-tensor/goal_met"] == "met" and facts["sentences"] == 4
+    assert facts["fp32_cosine_min_to_reference"] == pytest.approx(1.0)
+    assert facts["topic_accuracy_reference"] == 1.0
 
-    out = figures.interleaved_medians({"a": lambda: call("a"), "b": lambda: call("b"),
-                                       "c": broken}, repeats=3)
-    assert counts == {"a": 4, "b": 4}  # a warm-up and three samples each
-    assert len(out["a"]["samples_s"]) == 3 and out["a"]["median_s"] >= 0
-    np.testing.assert_array_equal(out["b"]["output"], [1, 1])  # the warm-up's output
-    assert out["c"] == {"skipped": "UnsupportedOp: no kernel here"}
+
+def test_retention_is_left_out_off_cpu_and_onnxruntime(null):
+    ids = hal.asarray(np.ones((1, 4), np.int64), device=null)
+    with pytest.raises(hal.UnsupportedOp, match="retention is measured on cpu, onnxruntime"):
+        int8._hal_facts("int8")(ids, ids)
