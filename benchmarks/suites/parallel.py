@@ -1,11 +1,12 @@
-"""Parallel suite: training steps of the byte-level LM over MPI ranks, and all_reduce algorithms.
+"""Parallel suite: training steps of the byte-level LM over MPI ranks, all_reduce algorithms,
+and the planner's projection for a 175B model.
 
 The ranks are an MPI job (`mpiexec -n P python -m frontends.parallel.stepper CONFIG`)
-started once per layout and driven through a pipe (`Ranks`): one call of a workload is
-one command, so the harness times a distributed step from outside, including the pipe
-round trip and the ranks' wake-up, 0.5-0.6 ms per command here (1% of a step). The ranks
-compute on the host (the cpu backend), so the suite runs under the cpu backend and is
-skipped with that reason on the others.
+started once per layout and driven through a pipe (`benchmarks.mpi_job`): one call of a
+workload is one command, so the harness times a distributed step from outside, including
+the pipe round trip and the ranks' wake-up (`command_floor`). The ranks compute on the
+host (the cpu backend), so the suite runs under the cpu backend and is skipped with that
+reason on the others.
 
 - `lm_step[layout]`: one step (loss, gradient, gradient sync, AdamW with lr 0, so the
   parameters stay as they are) of `train.LanguageModel` (dim 128, 2 layers, 4 heads,
@@ -13,36 +14,41 @@ skipped with that reason on the others.
   Layouts: 1 rank; dp=2 (25 MiB buckets); dp=2 with bucketing off (one all_reduce per
   gradient); dp=2 with ZeRO-2; tp=2 (Megatron's split written as annotations). The output
   (the step's loss) is checked against the same model's loss on the whole batch in this
-  process.
+  process. Facts: the seconds rank 0 spends inside collectives and its collective calls,
+  per step (over a few steps after the timing); tp=2 adds the lines of the single-device
+  and parallel training scripts (the claim: -70% code).
 - `all_reduce[bytes, algorithm]` on 2 ranks: allreduce (MPI's), rs_ag (reduce-scatter then
   all-gather), hierarchical (within the node, then among node leaders), and chosen (what
   the cost model, calibrated in the job at its first "chosen" call, picks for that size);
   checked by the exact sum. A call is `calls` all_reduces (64 at 64 KiB, 4 at 4 MiB, 1 at
   32 MiB, so that a command takes ~10 ms or more and its overhead stays small); items are
-  all_reduces.
+  all_reduces. `chosen` records as facts the algorithm chosen, the cost model's fits and
+  its predicted time per algorithm.
+- `command_floor`: a 4-byte all_reduce per command on the 2-rank job: what a command
+  costs besides its work (0.5-0.6 ms here, 1% of a step).
+- `gpt3_175b_plan[gpus]`: the planner (`frontends.parallel.planner`) searching the plans
+  of GPT-3 175B on DGX A100 nodes (the time is the search's); its facts are the best plan
+  and the naive one (data parallel only, one flat all-reduce per gradient tensor), with
+  their days to train: a projection, not a measurement.
 
-Scaling efficiency (tokens/s at 2 ranks / (2 x at 1 rank)), the share of a step spent in
-collectives, bucketing on/off and the cost model's choice against the best algorithm are
-read from these rows by `python -m benchmarks.parallel_figures`, which also prints the
-planner's projection for the 175B model.
+The report's "Parallel training" section reads scaling efficiency (tokens/s at 2 ranks /
+(2 x at 1 rank)), the share of a step spent in collectives, bucketing on/off, ZeRO-2
+against plain dp=2, the cost model's choice against the best algorithm and the
+projection from these records.
 """
 
 from __future__ import annotations
 
-import atexit
 import functools
 import json
-import os
-import select
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 
 import hal
+from benchmarks.mpi_job import MpiJob
 from benchmarks.workload import Case, Workload
+from frontends.parallel import planner
+from frontends.parallel.train import annotation_lines
 
 MODEL = {"dim": 128, "layers": 2, "heads": 4, "seq": 64, "batch": 8, "dtype": "float32",
          "lr": 0.0, "sample": 0, "steps": 1000}
@@ -56,67 +62,21 @@ LAYOUTS = {
 SIZES = (64 * 2**10, 4 * 2**20, 32 * 2**20)  # bytes per rank
 CALLS = {64 * 2**10: 64, 4 * 2**20: 4, 32 * 2**20: 1}  # all_reduces per command: >= ~10 ms
 ALGORITHMS = ("allreduce", "rs_ag", "hierarchical", "chosen")
-REPLY_TIMEOUT_S = 300.0
-ROOT = Path(__file__).resolve().parents[2]
+FACT_STEPS = 3  # steps whose collective seconds and calls make a step's facts
+PLANNER_GPUS = (512, 1024, 3072)
 
 
-class RanksError(hal.HalError):
-    """The MPI job of a layout failed to start or to answer (its stderr is in the message)."""
-
-
-class Ranks:
-    """An MPI job of `frontends.parallel.stepper` for one config, driven command by command."""
-
-    def __init__(self, config: dict):
-        mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) \
-            or shutil.which("mpiexec")
-        if mpiexec is None:
-            raise hal.UnsupportedOp("the parallel suite needs mpiexec (pip install mpich)")
-        ranks = config.get("dp", 1) * config.get("tp", 1)
-        env = {**os.environ, "HAL_DEVICE": "cpu", "OMP_NUM_THREADS": "1",
-               "PYTHONPATH": str(ROOT)}
-        if ranks > (os.cpu_count() or 1):
-            env["MPIR_CVAR_CH4_PROGRESS_THROTTLE"] = "1"
-        self.ranks = ranks
-        self._proc = subprocess.Popen(
-            [mpiexec, "-n", str(ranks), sys.executable, "-m", "frontends.parallel.stepper",
-             json.dumps(config)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-        atexit.register(self.close)
-        self.info = self._reply()
-
-    def request(self, command: str) -> dict:
-        """Send one command; rank 0's JSON answer."""
-        self._proc.stdin.write(command + "\n")
-        self._proc.stdin.flush()
-        return self._reply()
-
-    def _reply(self) -> dict:
-        ready, _, _ = select.select([self._proc.stdout], [], [], REPLY_TIMEOUT_S)
-        line = self._proc.stdout.readline() if ready else ""
-        answer = json.loads(line) if line.startswith("{") else None
-        if answer is None or "error" in answer:
-            self.close()
-            why = answer["error"] if answer else f"no answer in {REPLY_TIMEOUT_S:.0f} s"
-            raise RanksError(f"parallel suite: the {self.ranks}-rank job failed ({why}); "
-                             f"its stderr:\n{self._proc.stderr.read()[-2000:]}")
-        return answer
-
-    def close(self) -> None:
-        """End the job (quit, then kill if it does not)."""
-        if self._proc.poll() is None:
-            try:
-                self._proc.stdin.write("quit\n")
-                self._proc.stdin.flush()
-                self._proc.wait(timeout=20)
-            except (OSError, subprocess.TimeoutExpired):
-                self._proc.kill()
+def stepper_job(config: dict) -> MpiJob:
+    """An MPI job of `frontends.parallel.stepper` for one training config (keys of
+    `train.DEFAULTS`; dp x tp ranks)."""
+    return MpiJob("frontends.parallel.stepper", [json.dumps(config)],
+                  config.get("dp", 1) * config.get("tp", 1), "parallel suite")
 
 
 @functools.cache
-def ranks(layout: str) -> Ranks:
+def ranks(layout: str) -> MpiJob:
     """The running job of a layout (started on first use, ended at exit)."""
-    return Ranks({**MODEL, **LAYOUTS[layout]})
+    return stepper_job({**MODEL, **LAYOUTS[layout]})
 
 
 @functools.cache
@@ -145,35 +105,135 @@ def _step(layout: str):
     return run
 
 
-def _all_reduce(nbytes: int, algorithm: str):
+def _step_facts(layout: str):
+    """Rank 0's collective seconds and calls per step over FACT_STEPS steps, and the
+    single-process loss the steps are checked against; tp=2 adds the training scripts'
+    line counts."""
+
+    def facts(x: hal.Tensor) -> dict[str, float | str]:
+        job = ranks(layout)
+        before = job.request("stats")
+        for _ in range(FACT_STEPS):
+            job.request("step")
+        after = job.request("stats")
+        found: dict[str, float | str] = {
+            "reference_loss": single_loss(),
+            "collective_s_per_step":
+                (after["collective_seconds"] - before["collective_seconds"]) / FACT_STEPS,
+            "collective_calls_per_step": (after["calls"] - before["calls"]) / FACT_STEPS}
+        if LAYOUTS[layout].get("tp", 1) > 1:
+            found |= {f"lines/{k}": v for k, v in annotation_lines().items()}
+        return found
+
+    return facts
+
+
+def _all_reduce(nbytes: int, algorithm: str, calls: int):
     def run(x: hal.Tensor) -> hal.Tensor:
         _on_cpu(x.device)
-        answer = ranks("dp=2").request(f"all_reduce {nbytes} {algorithm} {CALLS[nbytes]}")
+        answer = ranks("dp=2").request(f"all_reduce {nbytes} {algorithm} {calls}")
         return hal.asarray(np.float64(answer["checksum"]), device=x.device)
 
     return run
+
+
+def _chosen_facts(nbytes: int):
+    """The algorithm the cost model chooses for nbytes, its fits, and its predicted
+    seconds per all_reduce of each algorithm."""
+
+    def facts(x: hal.Tensor) -> dict[str, float | str]:
+        job = ranks("dp=2")
+        found: dict[str, float | str] = {
+            "chosen": job.request(f"all_reduce {nbytes} chosen 1")["algorithm"]}
+        for row in job.request("stats")["cost_model"] or []:
+            fit = f"model/{row['collective']}/{row['algorithm']}"
+            found |= {f"{fit}/alpha_us": row["alpha_us"], f"{fit}/GB/s": row["GB/s"],
+                      f"{fit}/sizes": row["sizes"]}
+            if row["max_rel_err"] is not None:
+                found[f"{fit}/max_rel_err"] = row["max_rel_err"]
+            if row["collective"] == "all_reduce":
+                found[f"predicted_s/{row['algorithm']}"] = (
+                    row["alpha_us"] * 1e-6 + nbytes / (row["GB/s"] * 1e9))
+        return found
+
+    return facts
 
 
 def _case(items: float, bytes_: float | None = None):
     return lambda dtype: Case([np.zeros(1, np.float32)], items=items, bytes=bytes_)
 
 
+def _expected_sum(nbytes: int) -> float:
+    """The exact sum of an all_reduce of nbytes on 2 ranks: ranks 0 and 1 send 1 and 2 in
+    every float32 element."""
+    return float(nbytes // 4 * 3)
+
+
+def plan_facts(plan: dict, prefix: str) -> dict[str, float | str]:
+    """A planner projection as facts named "<prefix>/<figure>"."""
+    figures = {"dp": plan["dp"], "tp": plan["tp"], "zero": plan["zero"],
+               "recompute": plan["recompute"], "global_batch": plan["global_batch"],
+               "dp_algorithm": plan["dp_algorithm"] + ("" if plan["bucket"] else ", per tensor"),
+               "step_s": plan["step_s"], "compute_s": plan["compute_s"],
+               "tp_comm_s": plan["tp_comm_s"],
+               "dp_comm_s": plan["dp_comm_s"] - plan["dp_hidden_s"],
+               "comm_share": plan["comm_share"], "tokens_per_s": plan["tokens_per_s"],
+               "days": plan["days"], "memory_gb_per_gpu": plan["memory_total"] / 1e9,
+               "fits": "yes" if plan["fits"] else "no"}
+    return {f"{prefix}/{k}": v for k, v in figures.items()}
+
+
+def _plans(gpus: int) -> tuple[dict | None, dict]:
+    """(the best fitting plan or None, the naive plan) of GPT-3 175B on `gpus` A100s."""
+    cluster = planner.DGX_A100.with_gpus(gpus)
+    ranked = planner.best(planner.GPT3_175B, cluster)
+    return (ranked[0] if ranked else None), planner.naive(planner.GPT3_175B, cluster)
+
+
+def plan_workload(gpus: int) -> Workload:
+    """The planner's search for GPT-3 175B on `gpus` GPUs; facts: the best and naive plans."""
+
+    def run(x: hal.Tensor) -> hal.Tensor:
+        _on_cpu(x.device)
+        best, naive = _plans(gpus)
+        return hal.asarray(np.array([best["days"] if best else np.inf, naive["days"]]),
+                           device=x.device)
+
+    def reference(_x) -> np.ndarray:
+        best, naive = _plans(gpus)
+        return np.array([best["days"] if best else np.inf, naive["days"]])
+
+    def facts(x: hal.Tensor) -> dict[str, float | str]:
+        best, naive = _plans(gpus)
+        found = {"label": "projection (not a measurement)", "model": planner.GPT3_175B.name,
+                 "cluster": planner.DGX_A100.name,
+                 "mfu": planner.DGX_A100.with_gpus(gpus).mfu, **plan_facts(naive, "naive")}
+        return found | (plan_facts(best, "best") if best else {})
+
+    return Workload(f"gpt3_175b_plan[{gpus}]", {"gpus": gpus, "model": "GPT-3 175B"},
+                    ["float64"], _case(1), run, reference, facts=facts)
+
+
 def workloads() -> list[Workload]:
-    """One step per layout; all_reduce per size and algorithm at 2 ranks."""
+    """One step per layout; all_reduce per size and algorithm at 2 ranks, and the floor of
+    a command; the planner's projection per GPU count."""
     tokens = MODEL["batch"] * MODEL["seq"]
     shape = {k: MODEL[k] for k in ("dim", "layers", "heads", "seq", "batch")}
     found = [Workload(
         "lm_step", {"layout": layout, **LAYOUTS[layout], **shape}, ["float32"],
         _case(tokens), _step(layout), lambda _x: np.float64(single_loss()),
-        tolerance_scale=10.0)
+        tolerance_scale=10.0, facts=_step_facts(layout))
         for layout in LAYOUTS]
     for nbytes in SIZES:
-        expected = float(nbytes // 4 * 3)  # ranks 1 and 2 send 1 and 2 in every element
         for algorithm in ALGORITHMS:
             found.append(Workload(
                 "all_reduce", {"bytes": nbytes, "algorithm": algorithm, "ranks": 2,
                                "calls": CALLS[nbytes]},
                 ["float32"], _case(CALLS[nbytes], 2 * nbytes * CALLS[nbytes]),
-                _all_reduce(nbytes, algorithm),
-                functools.partial(lambda _x, e: np.float64(e), e=expected)))
-    return found
+                _all_reduce(nbytes, algorithm, CALLS[nbytes]),
+                functools.partial(lambda _x, e: np.float64(e), e=_expected_sum(nbytes)),
+                facts=_chosen_facts(nbytes) if algorithm == "chosen" else None))
+    found.append(Workload("command_floor", {"bytes": 4, "algorithm": "allreduce", "ranks": 2},
+                          ["float32"], _case(1), _all_reduce(4, "allreduce", 1),
+                          lambda _x: np.float64(_expected_sum(4))))
+    return found + [plan_workload(gpus) for gpus in PLANNER_GPUS]

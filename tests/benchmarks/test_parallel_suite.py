@@ -1,6 +1,6 @@
 """The parallel suite's workloads, its MPI jobs on a tiny float64 model (losses equal the
-single-process loss, exact all_reduce sums, a bad config reported), and the functions of
-benchmarks.parallel_figures on those jobs."""
+single-process loss, exact all_reduce sums, a bad config reported), and the facts its
+workloads record on those jobs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 import hal
-from benchmarks import parallel_figures as figures
+from benchmarks import mpi_job
 from benchmarks.suites import parallel as suite
 from benchmarks.timing import TimingOptions, measure
 from frontends.parallel import cost
@@ -24,7 +24,7 @@ def job():
     use; all closed after this module)."""
     started = {}
 
-    def get(layout: str) -> suite.Ranks:
+    def get(layout: str) -> mpi_job.MpiJob:
         try:
             started[layout] = suite.ranks(layout)
         except hal.UnsupportedOp as e:
@@ -33,7 +33,7 @@ def job():
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(suite, "MODEL", {**suite.MODEL, **TINY_MODEL})
-        patch.setattr(suite, "REPLY_TIMEOUT_S", 60.0)
+        patch.setattr(mpi_job, "REPLY_TIMEOUT_S", 60.0)
         suite.ranks.cache_clear()
         suite.single_loss.cache_clear()
         yield get
@@ -54,7 +54,8 @@ def test_the_suite_has_a_step_per_layout_and_all_reduce_per_size_and_algorithm()
                   if w.name == "all_reduce"}
     assert reductions == set(itertools.product(suite.SIZES, suite.ALGORITHMS))
     assert set(suite.ALGORITHMS) == {*cost.ALGORITHMS, "chosen"}
-    assert {w.name for w in workloads} == {"lm_step", "all_reduce"}
+    assert {w.name for w in workloads} == {"lm_step", "all_reduce", "command_floor",
+                                           *(f"gpt3_175b_plan[{n}]" for n in suite.PLANNER_GPUS)}
 
 
 @pytest.mark.mpi
@@ -91,41 +92,46 @@ def test_every_all_reduce_algorithm_sums_exactly(job):
 
 @pytest.mark.mpi
 def test_a_job_with_a_bad_config_raises_with_its_message(job):
-    with pytest.raises(suite.RanksError) as failure:
-        suite.Ranks({**suite.MODEL, "heads": 3, "dp": 1, "tp": 2})
+    with pytest.raises(mpi_job.MpiJobError) as failure:
+        suite.stepper_job({**suite.MODEL, "heads": 3, "dp": 1, "tp": 2})
     message = str(failure.value)
     assert "2-rank job failed" in message and "TrainConfigError" in message
     assert "--heads 3" in message and "--tp 2" in message
 
 
+def _workload(name: str, **params):
+    (found,) = [w for w in suite.workloads() if w.name == name
+                and all(w.params.get(k) == v for k, v in params.items())]
+    return found
+
+
 @pytest.mark.mpi
-def test_the_figures_on_two_rank_jobs(job):
-    jobs = {layout: job(layout) for layout in ("dp=2", "tp=2")}
-    steps = figures.figure_steps(jobs, steps=2)
-    assert list(steps["rows"]) == ["dp=2", "tp=2"]
-    for row in steps["rows"].values():
-        assert row["ranks"] == 2 and row["loss_agrees"] and row["loss_rel_diff"] <= 1e-12
-        assert 0 < row["collective_share"] < 1 and row["collective_calls_per_step"] >= 1
-        assert "scaling_efficiency" not in row  # no 1-rank job to compare with
-        assert row["tokens_per_s"] == pytest.approx(64 / row["median_s"])
-    reductions = figures.figure_all_reduce(jobs["dp=2"], sizes=(1024,), repeats=1)
-    size = reductions["sizes"][1024]
-    assert reductions["floor_s"] > 0
-    assert size["checksums_exact"] and size["chosen"] in cost.ALGORITHMS
-    assert size["chosen/best"] >= 1 and set(size["predicted_s"]) == set(cost.ALGORITHMS)
-    projection = figures.figure_projection(gpus=(512,))
-    plan = projection["plans"][512]
-    assert plan["best"]["fits"] and plan["best"]["days"] < plan["naive"]["days"]
-    load = {"load": {"before": [0.0] * 3, "after": [0.0] * 3}}
-    report = figures.text({"cores": 2, "failed": {}, "figures": {
-        "1": {**steps, **load}, "2": figures.comparisons(steps["rows"]),
-        "3": {**reductions, **load}, "4": {**projection, **load}}})
-    assert "projection (not a measurement)" in report and "21 -> 9 days" in report
-    assert "tp=2" in report and "chosen/best" in report
+def test_the_facts_of_steps_and_of_the_chosen_all_reduce_on_two_rank_jobs(job, cpu):
+    job("tp=2")
+    step = measure(_workload("lm_step", layout="tp=2"), "parallel", "float32", cpu, ONE_CALL)
+    assert step.status == "ok" and step.error is None, step.error
+    assert step.check.passed and step.check.max_error <= 1e-12
+    assert 0 < step.facts["collective_s_per_step"] < step.median
+    assert step.facts["collective_calls_per_step"] >= 1
+    assert step.facts["reference_loss"] == suite.single_loss()
+    assert step.facts["lines/lines_differing"] < step.facts["lines/parallel_lines"]
+    assert step.metrics["items_per_s"] == pytest.approx(64 / step.median)
+    job("dp=2")
+    chosen = measure(_workload("all_reduce", bytes=suite.SIZES[0], algorithm="chosen"),
+                     "parallel", "float32", cpu, ONE_CALL)
+    assert chosen.status == "ok" and chosen.check.passed and chosen.error is None
+    assert chosen.facts["chosen"] in cost.ALGORITHMS
+    predicted = {k.split("/")[1] for k in chosen.facts if k.startswith("predicted_s/")}
+    assert predicted == set(cost.ALGORITHMS)
+    assert all(chosen.facts[f"predicted_s/{a}"] > 0 for a in predicted)
+    floor = measure(_workload("command_floor"), "parallel", "float32", cpu, ONE_CALL)
+    assert floor.status == "ok" and 0 < floor.median < step.median
 
 
-def test_comparisons_are_step_time_ratios():
-    rows = {"dp=2": {"median_s": 1.0}, "dp=2 buckets off": {"median_s": 2.0},
-            "dp=2 zero=2": {"median_s": 1.5}}
-    assert figures.comparisons(rows) == {"buckets on / off": 0.5, "zero=2 / plain": 1.5}
-    assert figures.comparisons({"dp=2": {"median_s": 1.0}}) == {}
+def test_the_projection_is_the_planners_best_plan_beside_the_naive_one(cpu):
+    record = measure(suite.plan_workload(512), "parallel", "float64", cpu, ONE_CALL)
+    assert record.status == "ok" and record.check.passed
+    facts = record.facts
+    assert facts["label"] == "projection (not a measurement)"
+    assert facts["best/fits"] == "yes" and facts["best/days"] < facts["naive/days"]
+    assert facts["naive/dp"] == 512 and facts["naive/dp_algorithm"] == "flat, per tensor"

@@ -1,0 +1,82 @@
+"""An MPI job driven through a pipe: how suites time distributed work from outside.
+
+The job (`mpiexec -n P python -m MODULE ARGS...`) is a frontend's command server: it
+builds its state once, then rank 0 reads one command per line on stdin, every rank runs
+it, and rank 0 answers with one JSON line on stdout (`{"error": ...}` ends the job). A
+workload's call is one command, so the harness times the ranks' work plus one pipe round
+trip. The ranks compute on the host (`HAL_DEVICE=cpu`, one thread each).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import hal
+
+REPLY_TIMEOUT_S = 300.0
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class MpiJobError(hal.HalError):
+    """An MPI job that failed to start or to answer (its stderr is in the message)."""
+
+
+def mpiexec() -> str:
+    """The mpiexec beside this Python, else on PATH; UnsupportedOp (a skip) without one."""
+    found = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) \
+        or shutil.which("mpiexec")
+    if found is None:
+        raise hal.UnsupportedOp("MPI jobs need mpiexec (pip install mpich mpi4py)")
+    return found
+
+
+class MpiJob:
+    """`mpiexec -n ranks python -m module *args`, driven command by command; `what` names
+    it in errors. `info` is its first answer (sent once it is ready)."""
+
+    def __init__(self, module: str, args: list[str], ranks: int, what: str):
+        env = {**os.environ, "HAL_DEVICE": "cpu", "OMP_NUM_THREADS": "1",
+               "PYTHONPATH": str(ROOT)}
+        if ranks > (os.cpu_count() or 1):
+            env["MPIR_CVAR_CH4_PROGRESS_THROTTLE"] = "1"
+        self.ranks, self.what = ranks, what
+        self._proc = subprocess.Popen(
+            [mpiexec(), "-n", str(ranks), sys.executable, "-m", module, *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env, cwd=ROOT)
+        atexit.register(self.close)
+        self.info = self._reply()
+
+    def request(self, command: str) -> dict:
+        """Send one command; rank 0's JSON answer."""
+        self._proc.stdin.write(command + "\n")
+        self._proc.stdin.flush()
+        return self._reply()
+
+    def _reply(self) -> dict:
+        ready, _, _ = select.select([self._proc.stdout], [], [], REPLY_TIMEOUT_S)
+        line = self._proc.stdout.readline() if ready else ""
+        answer = json.loads(line) if line.startswith("{") else None
+        if answer is None or "error" in answer:
+            self.close()
+            why = answer["error"] if answer else f"no answer in {REPLY_TIMEOUT_S:.0f} s"
+            raise MpiJobError(f"{self.what}: the {self.ranks}-rank job failed ({why}); "
+                              f"its stderr:\n{self._proc.stderr.read()[-2000:]}")
+        return answer
+
+    def close(self) -> None:
+        """End the job (quit, then kill if it does not)."""
+        if self._proc.poll() is None:
+            try:
+                self._proc.stdin.write("quit\n")
+                self._proc.stdin.flush()
+                self._proc.wait(timeout=20)
+            except (OSError, subprocess.TimeoutExpired):
+                self._proc.kill()
