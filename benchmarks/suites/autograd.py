@@ -3,7 +3,7 @@
 hal Taylor mode (all derivatives in one pass, O(k^2) per op) for k = 1 ... 16, and hal
 nested reverse mode (k nested VJPs, cost doubling per order) for k <= 8, checked against
 the Hermite closed form. Items are points per call. The side-by-side table with
-jax.experimental.jet and torch nested autograd is `python -m frontends.autograd.bench`.
+jax.experimental.jet and torch nested autograd is `python -m frontends.autograd.kth_derivative`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks.workload import Case, Workload
-from frontends.autograd import bench
+from frontends.autograd import kth_derivative as bench
 
 REVERSE_ORDERS = (1, 2, 4, 8)  # nested reverse at k = 10 takes seconds and 300 MB per call
 

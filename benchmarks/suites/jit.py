@@ -44,7 +44,7 @@ import numpy as np
 import hal
 from benchmarks.suites import science
 from benchmarks.workload import Case, Workload, only_on, random_array
-from frontends.autograd import bench
+from frontends.autograd import kth_derivative as bench
 from frontends.science import kdv, peers
 from frontends.science import navier_stokes as ns
 

@@ -11,7 +11,7 @@ import hal
 from benchmarks.suites import jit
 from benchmarks.timing import TimingOptions, measure, normwise_error
 from benchmarks.workload import suite_workloads
-from frontends.autograd import bench
+from frontends.autograd import kth_derivative as bench
 from frontends.science import peers
 
 TINY = {

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import hal
-from frontends.autograd import bench
+from frontends.autograd import kth_derivative as bench
 
 
 def test_hal_cases_match_their_reference():

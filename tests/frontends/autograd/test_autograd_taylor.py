@@ -6,7 +6,7 @@ import pytest
 
 import hal
 from frontends import autograd as ag
-from frontends.autograd.bench import hermite_derivative
+from frontends.autograd.kth_derivative import hermite_derivative
 
 
 def f(x):

@@ -15,7 +15,7 @@ to the OS and the resident set follows live memory. For hal, tracemalloc's peak 
 reports its buffers to it) is recorded as well. A configuration whose predicted time or
 memory (extrapolated from the previous order) exceeds the budget is skipped and says so.
 
-    python -m frontends.autograd.bench             # the table for k = 1 ... 16 at 10^4 points
+    python -m frontends.autograd.kth_derivative    # the table for k = 1 ... 16 at 10^4 points
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ def measure(frameworks=FRAMEWORKS, orders=ORDERS, n: int = POINTS, *, budget_s: 
             env = dict(os.environ)
             if what == "memory":
                 env["MALLOC_MMAP_THRESHOLD_"] = "16384"
-            cmd = [sys.executable, "-m", "frontends.autograd.bench", "--worker", framework,
+            cmd = [sys.executable, "-m", "frontends.autograd.kth_derivative", "--worker", framework,
                    "--what", what, "--n", str(n), "--budget-s", str(budget_s),
                    "--budget-bytes", str(budget_bytes),
                    "--orders", ",".join(map(str, orders))]
