@@ -44,7 +44,7 @@ import numpy as np
 import hal
 from benchmarks.suites import science
 from benchmarks.workload import Case, Workload, only_on, random_array
-from frontends.autograd import kth_derivative as bench
+from frontends.autograd import kth_derivative as kth
 from frontends.science import kdv, peers
 from frontends.science import navier_stokes as ns
 
@@ -232,35 +232,21 @@ def taylor_numpy(x: np.ndarray, k: int) -> np.ndarray:
     return product(s, e)[k] * math.factorial(k)
 
 
-def _jax_jet(k: int):
-    """f^(k) by jax.experimental.jet, jitted."""
-    import jax
-    import jax.numpy as jnp
-    from jax.experimental import jet
-
-    def kth(v):
-        series = (jnp.ones_like(v),) + (jnp.zeros_like(v),) * (k - 1)
-        return jet.jet(lambda u: jnp.sin(u) * jnp.exp(-u * u), (v,), (series,))[1][-1]
-
-    compiled = jax.jit(kth)
-    return lambda x: np.asarray(compiled(jnp.asarray(x)).block_until_ready())
-
-
-def taylor_case(k: int, n: int = bench.POINTS) -> JitCase:
+def taylor_case(k: int, n: int = kth.POINTS) -> JitCase:
     """f^(k) of sin(x) exp(-x^2) at n points by hal Taylor mode (the whole pass compiled)."""
 
     def build(dtype: np.dtype) -> Case:
-        return Case([bench.points(n, dtype)], items=n)
+        return Case([kth.points(n, dtype)], items=n)
 
     def make(device, dtype, compile):
-        return compile(bench.hal_kth("taylor", k))
+        return compile(kth.hal_kth("taylor", k))
 
     def peer(name, dtype):
         if name == "numpy":
             return lambda x: taylor_numpy(x, k)
         peers.load(name)  # not installed: skipped with that reason
         if name == "jax":
-            return _jax_jet(k)
+            return kth.jax_kth(k)
         raise hal.UnsupportedOp(
             f"taylor k={k} in {name}: torch has no Taylor mode and torch.compile does not "
             "compile nested autograd (double backward); the autograd suite measures torch's "
@@ -268,7 +254,7 @@ def taylor_case(k: int, n: int = bench.POINTS) -> JitCase:
 
     return JitCase("taylor", {"order": k, "n": n, "function": "sin*exp(-x^2)"},
                    ("float64", "float32"), build,
-                   lambda x: bench.hermite_derivative(np.asarray(x, np.float64), k),
+                   lambda x: kth.hermite_derivative(np.asarray(x, np.float64), k),
                    make, peer, tolerance_scale=10.0)
 
 

@@ -11,8 +11,9 @@ written in hal ops: derivatives nest to any order.
     ag.derivatives(f, x, order=10)                          # Taylor mode: f, f', ..., f^(10)
     ag.check_grads(f, (x,), order=2)                        # against finite differences
 
-`python -m frontends.autograd.kth_derivative` prints Taylor vs nested reverse mode beside
-jax.experimental.jet and torch nested autograd (`kth_derivative.workloads()` for the harness).
+`kth_derivative` holds the benchmark problem, f^(k) of sin(x) exp(-x^2), in hal's Taylor
+and nested reverse modes, jax.experimental.jet and torch nested autograd; the `autograd`
+suite measures them side by side (`hal bench --suite autograd`).
 
 Complex numbers follow JAX's convention. A tangent t of z maps to f'(z) t for
 holomorphic f (`jvp`, `jet`). Cotangents pair with tangents through Re(sum(ct * t)),
