@@ -40,7 +40,7 @@ def run_child(module: str, spec: dict[str, Any], what: str,
 def prepared(spec: dict[str, Any]) -> tuple[Workload, hal.Device, list[hal.Tensor]]:
     """In the child: the workload the spec names, its device, and its inputs on the device
     (synchronised, so that nothing of their upload is measured)."""
-    workload = find_workload(spec["suite"], spec["workload"], spec["params"])
+    workload = find_workload(spec["suite"], spec["workload"], spec["params"], spec["dtype"])
     device = hal.device(spec["device"])
     case = workload.build(np.dtype(hal.dtype(spec["dtype"])))
     tensors = [hal.asarray(a, device=device) for a in case.inputs]

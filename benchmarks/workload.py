@@ -142,12 +142,12 @@ def params_key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, default=str)
 
 
-def find_workload(suite: str, name: str, params: str) -> Workload:
-    """The workload `name` of `suite` whose `params_key` is `params`; SuiteError unless
-    exactly one matches."""
-    matches = [w for w in suite_workloads(suite)
-               if w.name == name and params_key(w.params) == params]
+def find_workload(suite: str, name: str, params: str, dtype: str) -> Workload:
+    """The workload `name` of `suite` for `dtype` whose `params_key` is `params`; SuiteError
+    unless exactly one matches."""
+    matches = [w for w in suite_workloads(suite) if w.name == name
+               and params_key(w.params) == params and dtype in w.dtypes]
     if len(matches) != 1:
         raise SuiteError(f"suite {suite} has {len(matches)} workloads named {name} with params "
-                         f"{params}; a fresh process must find exactly one")
+                         f"{params} for {dtype}; a fresh process must find exactly one")
     return matches[0]

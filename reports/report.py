@@ -11,7 +11,7 @@ import pandas as pd
 
 from benchmarks.schema.records import Results, RunRecord
 from reports import claims, plots, tables
-from reports.figures import autograd, int8, jit, parallel
+from reports.figures import autograd, int8, jit, parallel, science
 from reports.frame import Inputs, load_inputs
 from reports.section import Section
 
@@ -157,7 +157,7 @@ def suites_part(inputs: Inputs, baseline: str | None) -> list[Section]:
     ]
 
 
-FIGURES = (jit, int8, parallel, autograd)
+FIGURES = (jit, int8, parallel, science, autograd)
 
 
 def figures_part(inputs: Inputs, baseline: str | None) -> list[Section]:

@@ -9,9 +9,11 @@ are computed on the host once. Each module holds one workload:
 - `multigrid`: geometric V-cycles for the 2-D Poisson problem.
 - `distributed`, `schwarz`, `mpi_run`: row-block domain decomposition over mpi4py
   (Jacobi, distributed multigrid, additive-Schwarz CG); `mpiexec -n P python -m
-  frontends.science.mpi_run CASE`.
+  frontends.science.mpi_run CASE` (`--serve` runs it per command, for the `science`
+  benchmark suite to time from outside).
 - `peers`: the same algorithms in numpy, scipy.fft, pyfftw, torch and jax (optional).
-- `bench`: the figures (KdV solve time, NS ms/step, FFT, multigrid, MPI ranks) side by side.
+
+Their figures side by side come from `hal bench --suite science` and its report.
 
 Unstable time steps raise `UnstableError` (a hal.HalError); sizes a method cannot take
 raise hal.ShapeError naming the workload and a size that works.

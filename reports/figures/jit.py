@@ -9,8 +9,10 @@ import pandas as pd
 from benchmarks.schema.records import Measurement, Results
 from reports.figures.lookup import (
     case_and_label,
+    error_cell,
+    full_solve,
     median,
-    number,
+    of_cases,
     ok,
     params_text,
     per_item,
@@ -115,35 +117,23 @@ def jit_against_peers(ms: list[Measurement]) -> pd.DataFrame:
 def kdv_solve(ms: list[Measurement]) -> pd.DataFrame:
     """Every kdv_kt measurement: per step, the full solve extrapolated, the error."""
     rows = []
-    for m in ms:
-        case, label = case_and_label(m)
-        if case != "kdv_kt":
-            continue
+    for m, _, label in of_cases(ms, ("kdv_kt",)):
         who = str(m.params["peer"]) if "peer" in m.params else f"hal {label} on {m.device}"
-        step = per_item(m)
-        full = m.params.get("full_steps")
         rows.append({"who": who, "dtype": m.dtype, "steps measured": m.params.get("steps"),
                      "per step": seconds_cell(m, per_item),
-                     f"full solve ({full} steps), extrapolated":
-                         format_seconds(step * full) if step is not None and full else "",
-                     "max-norm error": number(m.check.max_error if m.check else None, ".2g")})
+                     "full solve, extrapolated": full_solve(m),
+                     "max-norm error": error_cell(m)})
     return pd.DataFrame(rows)
 
 
 def replay_per_node(ms: list[Measurement]) -> pd.DataFrame:
     """The chain per runtime: time per node (hal.jit) or per op (eager, numpy)."""
-    rows = []
-    for m in ms:
-        case, label = case_and_label(m)
-        if case != "chain":
-            continue
-        what = {"jit": "hal.jit, per node", "eager": "hal eager, per op",
-                "numpy": "numpy allocating, per op",
-                "numpy-out": "numpy into out= buffers, per op"}.get(label, label)
-        rows.append({"where": m.device, "how": what, "params": params_text(m, WHO),
-                     "time": seconds_cell(m, per_item),
-                     "per call": seconds_cell(m)})
-    return pd.DataFrame(rows)
+    how = {"jit": "hal.jit, per node", "eager": "hal eager, per op",
+           "numpy": "numpy allocating, per op", "numpy-out": "numpy into out= buffers, per op"}
+    return pd.DataFrame([{"where": m.device, "how": how.get(label, label),
+                          "params": params_text(m, WHO), "time": seconds_cell(m, per_item),
+                          "per call": seconds_cell(m)}
+                         for m, _, label in of_cases(ms, ("chain",))])
 
 
 def compile_times(ms: list[Measurement]) -> pd.DataFrame:

@@ -36,6 +36,12 @@ def case_and_label(m: Measurement) -> tuple[str, str]:
     return case, label.rstrip("]")
 
 
+def of_cases(ms: Iterable[Measurement], cases: Iterable[str]) -> list[tuple[Measurement, str, str]]:
+    """(measurement, case, label) of each measurement whose case is one of `cases`."""
+    wanted = set(cases)
+    return [(m, *case_and_label(m)) for m in ms if case_and_label(m)[0] in wanted]
+
+
 def params_text(m: Measurement, leave_out: Iterable[str] = ()) -> str:
     """The measurement's params as a label, without those that name who ran it."""
     return format_params({k: v for k, v in m.params.items() if k not in set(leave_out)})
@@ -77,3 +83,18 @@ def ratio(numerator: float | None, denominator: float | None) -> str:
 def number(value: float | None, fmt: str = ".3g") -> str:
     """A figure formatted, empty where it is missing."""
     return "" if value is None else format(value, fmt)
+
+
+def error_cell(m: Measurement) -> str:
+    """The output check's error against the reference, empty without a check."""
+    return number(m.check.max_error if m.check else None, ".2g")
+
+
+def full_solve(m: Measurement) -> str:
+    """A solve of `full_steps` (its params) extrapolated from the steps measured (its items):
+    the time per step times the count, with the count; empty where the measurement is the
+    whole solve or has no time."""
+    full, step = m.params.get("full_steps"), per_item(m)
+    if step is None or not full or full <= (m.items or 1):
+        return ""
+    return f"{format_seconds(step * full)} ({full} steps)"

@@ -65,8 +65,9 @@ def test_kdv_per_step_and_the_full_solve_extrapolated(jit_file):
     table = jit.kdv_solve(load_results(jit_file).measurements)
     row = table[table["who"] == "hal jit on cpu:0"].iloc[0]
     assert _seconds(row["per step"]) == pytest.approx(25e-6, rel=0.02)
-    extrapolated = row["full solve (39322 steps), extrapolated"]
-    assert _seconds(extrapolated) == pytest.approx(39322 * 25e-6, rel=0.02)
+    extrapolated = row["full solve, extrapolated"]
+    assert extrapolated.endswith(" (39322 steps)")
+    assert _seconds(extrapolated.rsplit(" (")[0]) == pytest.approx(39322 * 25e-6, rel=0.02)
     assert row["max-norm error"] == "3e-07"
     assert set(table["who"]) == {"hal eager on cpu:0", "hal jit on cpu:0", "numpy 2.4",
                                  "hal eager on opencl:0", "hal jit on opencl:0",
@@ -88,5 +89,5 @@ def test_replay_per_node_compile_times_and_the_cache(jit_file):
 
 def test_the_report_has_the_section(jit_file, tmp_path):
     md = build_report([jit_file], tmp_path / "out")[0].read_text()
-    assert "## hal.jit" in md and "full solve (39322 steps), extrapolated" in md
+    assert "## hal.jit" in md and "full solve, extrapolated" in md
     assert md.index("## Suite `jit`") < md.index("## hal.jit")

@@ -1,4 +1,5 @@
-"""The science benchmark suite: its workloads check and time under the harness, peers skip."""
+"""The science benchmark suite: its workloads check and time under the harness, peers skip,
+MPI jobs answer from outside."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import hal
 from benchmarks.suites import science
 from benchmarks.timing import TimingOptions, measure
 from benchmarks.workload import suite_workloads
+from frontends.science import kdv
 
 TINY = TimingOptions(warmup=1, min_samples=2, max_samples=2, sample_time=0.0, budget=0.0)
 
@@ -63,10 +65,49 @@ def test_every_installed_peer_agrees_with_the_exact_kdv_solution(name):
     assert kdv.relative_error(u, problem.exact(problem.t_end)) <= 1e-6
 
 
-def test_bench_script_prints_a_table_of_real_figures(capsys):
-    from frontends.science import bench
+def test_the_floor_and_the_cpu_only_kdv_cases_pass_their_checks_and_skip_elsewhere():
+    for w in [science.floor_workload("multiply"), science.floor_workload("fft")]:
+        record = _measure(w, w.dtypes[0])
+        assert record.status == "ok" and record.items == 1, record.error
+    (large,) = science.kdv_workloads(5, None, kdv.large_n(512, 5), "kdv_large", ("float64",))
+    assert large.params["N"] == 512 and _measure(large, "float64").status == "ok"
+    names = {w.name: w for w in science.kdv_more_workloads()}
+    assert set(names) == {"kdv_large", "kdv_soft"}
+    assert names["kdv_soft"].params["full_steps"] == kdv.SOFT_COLLISION.steps
+    record = _measure(names["kdv_soft"], "float64", "null")
+    assert record.status == "skipped" and "measured on cpu only, not null" in record.error
 
-    bench.main(["--only", "mg", "--mg-sizes", "16", "--repeat", "1"])
-    out = capsys.readouterr().out
-    assert "### mg" in out and "V(1,1) N=16" in out and "hal cpu" in out
-    assert "tiny_multiply_us" in out
+
+def test_multigrid_records_its_convergence_factor():
+    record = _measure(science.multigrid_workload(32), "float64")
+    assert record.status == "ok" and 0 < record.facts["factor"] <= 0.12
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_memory_cases_pass_their_checks(dtype):
+    for w in [science.taylor_green_workload(n=32, steps=2),
+              science.multigrid_memory_workload(n=32, cycles=2)]:
+        record = _measure(w, dtype)
+        assert record.status == "ok", (w.name, record.error)
+    assert 0 < record.facts["factor"] < 1
+    assert {w.name for w in science.memory_workloads()} == {
+        "memory[kdv]", "memory[taylor_green]", "memory[multigrid]"}
+    assert all(w.footprint for w in science.memory_workloads())
+
+
+@pytest.mark.mpi
+def test_the_mpi_cases_are_run_from_outside_and_checked(monkeypatch):
+    monkeypatch.setattr(science, "MPI_CASES", {
+        "jacobi": {"n": 32, "iterations": 20}, "multigrid": {"n": 32, "cycles": 4},
+        "schwarz": {"n": 64}})
+    try:
+        for case in science.MPI_CASES:
+            for ranks in (1, 2):
+                record = _measure(science.mpi_workload(case, ranks), "float64")
+                assert record.status == "ok" and record.check.passed, (case, record.error)
+                assert record.facts and record.error is None
+        assert record.facts["iterations"] > 1 and record.facts["max_error"] < 5e-4
+    finally:
+        for job in science._jobs.values():
+            job.close()
+        science._jobs.clear()
