@@ -29,9 +29,11 @@ gathered once after the timing):
   to FP32 (min, mean), the nearest-neighbour agreement (the share of sentences whose
   nearest other sentence is the same under INT8 as under FP32) and the topic neighbour
   accuracy (the nearest other sentence shares the topic) in FP32 and INT8, for
-  per-channel and per-tensor weights; `minilm[int8]` in hal on its device,
-  `minilm[ort-int8]` in ONNX Runtime (and, on a CPU without VNNI, its default u8 x s8
-  kernels, which sum in int16). The goal: agreement >= 99.2% and every cosine >= 0.99.
+  per-channel and per-tensor weights; `minilm[int8]` in hal on the cpu and onnxruntime
+  backends (elsewhere the facts say why: the sentences in FP32 and two INT8 variants take
+  minutes on tvm and opencl here), `minilm[ort-int8]` in ONNX Runtime (and, on a CPU
+  without VNNI, its default u8 x s8 kernels, which sum in int16). The goal: agreement
+  >= 99.2% and every cosine >= 0.99.
 - the round trip on cpu, `minilm[fp32]` and `minilm[int8]`: the model exported
   (`hal.onnx.export`), checked by `onnx.checker`, run in ONNX Runtime and through
   `hal.onnx.load`, each output's max abs difference to the model run eagerly; the file's
@@ -342,6 +344,8 @@ def round_trip_facts(precision: str, ids: hal.Tensor, mask: hal.Tensor) -> dict[
 
 
 def _hal_facts(precision: str):
+    """The facts of hal's batch-8 workloads: the round trip on cpu, INT8's retention."""
+
     def facts(ids: hal.Tensor, mask: hal.Tensor) -> dict[str, float | str]:
         found = round_trip_facts(precision, ids, mask) if ids.device.backend.name == "cpu" \
             else {}
