@@ -171,14 +171,17 @@ def projection_table(ms: list[Measurement]) -> pd.DataFrame:
             row = {"GPUs": gpus, "plan": plan}
             row |= {label: _plan_cell(m.facts[f"{plan}/{key}"])
                     for key, label in PLAN_COLUMNS.items()}
-            if plan == "best" and "naive/days" in m.facts:
-                row["naive/best days"] = ratio(m.facts["naive/days"], m.facts["best/days"])
+            row["naive/best days"] = ratio(m.facts["naive/days"], m.facts["best/days"]) if (
+                plan == "best" and "naive/days" in m.facts) else ""
             rows.append(row)
     return pd.DataFrame(rows)
 
 
 def _plan_cell(value: float | str) -> str:
-    return value if isinstance(value, str) else number(value)
+    """Text as it is, a count whole, any other figure to 3 digits."""
+    if isinstance(value, str):
+        return value
+    return str(int(value)) if float(value).is_integer() else number(value)
 
 
 def lines_text(ms: list[Measurement]) -> list[str]:

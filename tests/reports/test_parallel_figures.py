@@ -86,7 +86,8 @@ def test_the_projection_and_the_lines_beside_the_claims(parallel_file, tmp_path)
     plans = parallel.projection_table(ms).to_dict("records")
     assert [(p["GPUs"], p["plan"], p["days"]) for p in plans] == [(1024, "best", "31.3"),
                                                                  (1024, "naive", "58.3")]
-    assert plans[0]["naive/best days"] == "1.86"
+    assert plans[0]["naive/best days"] == "1.86" and plans[1]["naive/best days"] == ""
+    assert plans[0]["batch"] == "1536" and plans[0]["dp"] == "128"
     (lines,) = parallel.lines_text(ms)
     assert "40 lines on one device, 46 in parallel, 6 of them added or changed" in lines
     md = build_report([parallel_file], tmp_path / "out")[0].read_text()
