@@ -107,10 +107,13 @@ def _who(m: Measurement) -> str:
 def per_item_table(ms: list[Measurement], cases: tuple[str, ...],
                    floors: dict[str, dict[str, float]], per: str, *, extrapolate: bool = False,
                    rate: bool = False) -> pd.DataFrame:
-    """Every measurement of `cases`: time per item, op calls per item, what bounds it; the
-    whole solve extrapolated, the rate, the error and the facts where asked for or held."""
+    """Every measurement of `cases` (peers not measured here left out: the report's skipped
+    section says why): time per item, op calls per item, what bounds it; the whole solve
+    extrapolated, the rate, the error and the facts where asked for or held."""
     rows = []
     for m, case, _ in of_cases(ms, cases):
+        if "peer" in m.params and m.status == "skipped":
+            continue
         calls, _ = op_calls(m)
         row = {"case": case, "params": params_text(m, ("peer", "full_steps")), "who": _who(m),
                "dtype": m.dtype, per: seconds_cell(m, per_item)}
@@ -120,7 +123,7 @@ def per_item_table(ms: list[Measurement], cases: tuple[str, ...],
             row["GFLOP/s"] = number(m.metrics.get("gflops") if m.status == "ok" else None)
         if "factor" in m.facts:
             row["factor"] = number(m.facts["factor"], ".3f")
-        row |= {f"op calls {per}": number(calls / (m.items or 1), ".0f") if calls else "",
+        row |= {f"op calls {per}": number(calls / (m.items or 1)) if calls else "",
                 "bound": bound(m, floors)}
         rows.append(row)
     return pd.DataFrame(rows)

@@ -34,6 +34,8 @@ def science_file(suite_measurement, results_file):
             placement=_ops({"multiply": 8000, "rfftn": 800, "irfftn": 800}),
             device="cpu:0", dtype="float32"),
           m("kdv_kt[numpy]", 0.012, {**KT, "peer": "numpy 2.4"}, items=200),
+          m("kdv_kt[jax]", 0.0, {**KT, "peer": "jax unavailable"}, items=200,
+            status="skipped", error="PeerUnavailable: peer jax is not importable"),
           m("fft2", 0.010, {"shape": "1024x1024"}, items=1, dtype="complex64",
             metrics={"gflops": 10.5}, placement=_ops({"fftn": 1})),
           m("multigrid_v11", 0.030, {"N": 256}, items=1, facts={"factor": 0.0815},
@@ -60,6 +62,7 @@ def test_the_floor_prices_op_calls_into_a_bound(science_file):
     assert fast["full solve, extrapolated"].endswith("(39322 steps)")
     assert float(fast["full solve, extrapolated"].split()[0]) == pytest.approx(5.9, rel=0.03)
     assert rows["numpy 2.4", "float64"]["bound"] == ""  # a peer reports no op calls
+    assert ("jax unavailable", "float64") not in rows  # the skipped section says why
 
 
 def test_rates_factors_memory_and_mpi_speedups(science_file, tmp_path):
