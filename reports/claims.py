@@ -154,7 +154,7 @@ def _lines_row(ms: list[Measurement]) -> dict[str, str]:
         return {**row, "ratio": "not measured: no hand-written version in these results"}
     manual = q["manual_lines_differing"]
     return {**row, "baseline": "the same training with Megatron's split by hand "
-                               "(frontends.parallel.train.MANUAL)",
+                               "(frontends.parallel.training_scripts.MANUAL)",
             "measured": f"{manual:.0f} lines by hand -> {ours:.0f} ({row['measured']}; "
                         f"{100 * (1 - ours / manual):.0f}% fewer)",
             "ratio": f"{manual / ours:.2f}x"}

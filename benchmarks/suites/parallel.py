@@ -9,7 +9,7 @@ host (the cpu backend), so the suite runs under the cpu backend and is skipped w
 reason on the others.
 
 - `lm_step[layout]`: one step (loss, gradient, gradient sync, AdamW with lr 0, so the
-  parameters stay as they are) of `train.LanguageModel` (dim 128, 2 layers, 4 heads,
+  parameters stay as they are) of `frontends.parallel.LanguageModel` (dim 128, 2 layers, 4 heads,
   seq 64, batch 8, float32) under `hal.jit`; items are tokens, so items_per_s is tokens/s.
   Layouts: 1 rank; dp=2 (25 MiB buckets); dp=2 with bucketing off (one all_reduce per
   gradient); dp=2 with ZeRO-2; tp=2 (Megatron's split written as annotations). The output
@@ -48,7 +48,7 @@ import hal
 from benchmarks.mpi_job import MpiJob
 from benchmarks.workload import Case, Workload
 from frontends.parallel import planner
-from frontends.parallel.train import annotation_lines
+from frontends.parallel.training_scripts import annotation_lines
 
 MODEL = {"dim": 128, "layers": 2, "heads": 4, "seq": 64, "batch": 8, "dtype": "float32",
          "lr": 0.0, "sample": 0, "steps": 1000}
@@ -68,7 +68,7 @@ PLANNER_GPUS = (512, 1024, 3072)
 
 def stepper_job(config: dict) -> MpiJob:
     """An MPI job of `frontends.parallel.stepper` for one training config (keys of
-    `train.DEFAULTS`; dp x tp ranks)."""
+    `trainer.DEFAULTS`; dp x tp ranks)."""
     return MpiJob("frontends.parallel.stepper", [json.dumps(config)],
                   config.get("dp", 1) * config.get("tp", 1), "parallel suite")
 
