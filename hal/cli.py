@@ -15,6 +15,13 @@ import argparse
 import json
 import math
 import sys
+from importlib.metadata import entry_points
+
+from . import ops
+from .runtime import dtypes as dt
+from .runtime import registry as plugins
+from .runtime.errors import HalError
+from .runtime.settings import settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,8 +31,6 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return 2
-    from .runtime.errors import HalError
-    from .runtime.settings import settings
 
     try:
         settings.check()
@@ -54,8 +59,6 @@ def _plugin_commands(sub) -> None:
     """Subcommands that packages add under the `hal.commands` entry point group (hal's own
     `conformance`, the harness's `bench`, `report`, `compare`, `publish`, a backend's
     tools such as `hal tune`): each entry point is a `register(subparsers)` function."""
-    from importlib.metadata import entry_points
-
     for point in sorted(entry_points(group="hal.commands"), key=lambda p: p.name):
         try:
             point.load()(sub)
@@ -98,17 +101,13 @@ def probability(text: str) -> float:
 
 def devices(args) -> int:
     """`hal devices`: every registered backend, available or why not, with its devices."""
-    from . import ops
-    from .runtime import dtypes as dt
-    from .runtime.errors import HalError
-    from .runtime.registry import registry
 
     rows = []
     all_ops = ops.names()
-    for name in registry.names():
+    for name in plugins.registry.names():
         row = {"backend": name, "available": False, "reason": "", "devices": []}
         try:
-            backend = registry.get(name)  # a plugin's failures come back as reasons
+            backend = plugins.registry.get(name)  # a plugin's failures come back as reasons
             row["reason"] = backend.why_unavailable() or ""
             row["available"] = not row["reason"]
             table = backend.kernels  # filled once the backend says it is available
@@ -124,7 +123,7 @@ def devices(args) -> int:
         except HalError as e:
             row["available"], row["reason"] = False, str(e)
         rows.append(row)
-    for name, why in registry.broken().items():
+    for name, why in plugins.registry.broken().items():
         if not any(r["backend"] == name for r in rows):
             rows.append({"backend": name, "available": False, "reason": why, "devices": []})
     if args.json:

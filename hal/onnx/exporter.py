@@ -27,6 +27,7 @@ from onnx import TensorProto, helper, numpy_helper
 from .. import ops
 from ..compile import passes
 from ..compile.graph import FUSED, Graph
+from ..compile.jit import Jitted, jit
 from ..ops import shapes
 from ..runtime import dtypes as dt
 from ..runtime.errors import HalError, UnsupportedOp
@@ -43,8 +44,6 @@ def export(fn_or_graph, *example_args, path=None, opset: int = OPSET, input_name
     """The ONNX model of a hal.Graph, a hal.jit function or a plain function of Tensors
     (traced on the example arguments), constants folded, common subexpressions and dead
     code removed, composites kept whole; written to `path` when given."""
-    from ..compile.jit import Jitted, jit
-
     if isinstance(fn_or_graph, Graph):
         graph = fn_or_graph
     elif isinstance(fn_or_graph, Jitted):
