@@ -1,13 +1,15 @@
 """Numerics every backend must share with numpy: edge values, not random ones.
 
 var with correction >= N, relu and NaN, tanh of tiny inputs, complex functions at
-infinities and NaN, integer powers with negative exponents, and NaN through
-quantize_linear. Each test runs on every registered backend (a missing one is skipped
-with its reason) and compares with numpy, or with ONNX Runtime where hal follows it.
+infinities and NaN, integer powers with negative exponents, NaN through quantize_linear,
+the NaN mean of nothing and int64 sums that wrap (eager and under hal.jit). Each test
+runs on every registered backend (a missing one is skipped with its reason) and compares
+with numpy, or with ONNX Runtime where hal follows it.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 import types
@@ -246,3 +248,27 @@ def test_quantize_reference_agrees_with_onnx_runtime():
             _QX, np.array(0.5, np.float32), np.array(3, zdtype))
         np.testing.assert_array_equal(reference, expected, err_msg=zdtype.__name__)
         np.testing.assert_array_equal(_quantize_expected(zdtype), expected)
+
+
+# -- reductions at the edges: the mean of nothing is NaN, int64 sums wrap exactly ------------
+_BIG = [[2**62, 2**62, 2**62], [2**53 + 1, 1, 0]]  # a sum past the maximum; one past 2**53
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("how", ["eager", "jit"])
+def test_the_mean_of_nothing_is_nan_and_int64_sums_wrap(dev, how):
+    cases = [(lambda xp, x: xp.mean(x), np.zeros(0, d)) for d in
+             _dtypes(dev, (dt.float16, dt.float32, dt.float64))]
+    cases.append((lambda xp, x: xp.mean(x, axis=1, keepdims=True), np.zeros((2, 0), "f4")))
+    if "int64" in dev.capabilities.dtypes:
+        big = np.array(_BIG, np.int64)
+        cases += [(lambda xp, x: xp.sum(x, axis=1), big), (lambda xp, x: xp.sum(x), big),
+                  (lambda xp, x: xp.sum(x, axis=0), big.T)]
+    for fn, host in cases:
+        on_hal = functools.partial(fn, hal)
+        got = (on_hal if how == "eager" else hal.jit(on_hal))(hal.asarray(host, device=dev))
+        got = got.numpy()
+        expected = fn(np, host)
+        assert got.shape == expected.shape, (host.dtype, host.shape)
+        np.testing.assert_array_equal(got, expected, err_msg=f"{host.dtype} {host.shape}")
