@@ -1,5 +1,6 @@
-"""Results files: appending records durably, and reading them back.
+"""Results files: appending records durably under a lock, and reading them back.
 
+One process at a time writes a results file: its writer holds the file's lock (`lock`).
 Readers skip a truncated or corrupt line, or a record whose fields have the wrong JSON
 types (a list for an object, text for a number, NaN among the samples), with a warning
 naming file:line, and reject a major schema version they do not know. `load_results`
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from benchmarks.schema.lock import RunLock
 from benchmarks.schema.pytest_benchmark import load_pytest_benchmark
 from benchmarks.schema.records import (
     SCHEMA_VERSION,
@@ -32,7 +34,8 @@ _NEWLINE = b"\n"
 
 
 class ResultWriter:
-    """Appends records to a results file, flushing and fsyncing each one as it is written.
+    """Appends records to a results file, flushing and fsyncing each one as it is written;
+    holds the file's RunLock from opening to `close()`.
 
     A file whose last line lacks its newline (a write cut short by a crash) is mended
     first, with a warning naming file:line, so that the next record starts a line of its
@@ -42,8 +45,13 @@ class ResultWriter:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._mend_torn_tail()
-        self._file: TextIO = open(self.path, "a", encoding="utf-8")
+        self.lock = RunLock(self.path)
+        try:
+            self._mend_torn_tail()
+            self._file: TextIO = open(self.path, "a", encoding="utf-8")
+        except BaseException:
+            self.lock.release()
+            raise
 
     def _mend_torn_tail(self) -> None:
         try:
@@ -94,8 +102,9 @@ class ResultWriter:
         )
 
     def close(self) -> None:
-        """Close the file."""
+        """Close the file and release its lock."""
         self._file.close()
+        self.lock.release()
 
     def __enter__(self) -> ResultWriter:
         return self

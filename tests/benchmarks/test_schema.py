@@ -1,12 +1,14 @@
 """The results schema: writing, reading, bad lines, versions, resume keys, pytest-benchmark."""
 
 import json
+import os
 import re
 
 import pytest
 
 from benchmarks.schema.environment import new_run
 from benchmarks.schema.files import ResultWriter, load_results, read_results
+from benchmarks.schema.lock import RunInProgress
 from benchmarks.schema.records import (
     SCHEMA_VERSION,
     Check,
@@ -266,6 +268,34 @@ def test_appending_after_a_torn_last_line_starts_a_new_line(tmp_path, whole):
     res = read_results(path)
     expected = ["a", "b", "c"] if whole else ["a", "c"]
     assert sorted(m.workload for m in res.measurements) == expected and res.completed
+
+
+def test_a_results_file_has_one_writer_at_a_time(tmp_path):
+    path = tmp_path / "r.jsonl"
+    lock = tmp_path / "r.jsonl.lock"
+    with ResultWriter(path) as first:
+        first.write_run(new_run("r"))
+        assert lock.read_text() == f"{os.getpid()}\n"
+        with open(path, "a") as f:
+            f.write('{"type": "measure')  # the first writer's record, half written
+        before = path.read_bytes()
+        with pytest.raises(RunInProgress, match=rf"{_re(path)} is being written by process "
+                                                rf"{os.getpid()} \(it holds {_re(lock)}\)"):
+            ResultWriter(path)
+        assert path.read_bytes() == before  # not mended under the writer's feet
+    assert not lock.exists()
+
+
+def test_a_lock_its_writer_left_behind_is_taken_over(tmp_path):
+    path = tmp_path / "r.jsonl"
+    _write_run(path, [])
+    (tmp_path / "r.jsonl.lock").write_text("4194303\n")  # a killed writer's lock, flock free
+    with pytest.warns(UserWarning, match=r"r.jsonl.lock: took over the lock of process "
+                                         r"4194303, which ended without releasing it"):
+        writer = ResultWriter(path)
+    with writer:
+        assert (tmp_path / "r.jsonl.lock").read_text() == f"{os.getpid()}\n"
+    assert not (tmp_path / "r.jsonl.lock").exists()
 
 
 def _pytest_benchmark_file(path, benchmarks):
