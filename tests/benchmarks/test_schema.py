@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import tracemalloc
 
 import pytest
 
@@ -296,6 +297,51 @@ def test_a_lock_its_writer_left_behind_is_taken_over(tmp_path):
     with writer:
         assert (tmp_path / "r.jsonl.lock").read_text() == f"{os.getpid()}\n"
     assert not (tmp_path / "r.jsonl.lock").exists()
+
+
+def test_a_line_longer_than_any_record_is_refused_unread(tmp_path, monkeypatch):
+    path = tmp_path / "r.jsonl"
+    _write_run(path, [_measurement("a")])
+    with open(path, "r+b") as f:  # a 64 MiB line after the run record's (sparse: no disk)
+        f.truncate(len(f.readline()))
+        f.truncate(f.tell() + (64 << 20) + 1)
+    monkeypatch.setenv("HAL_MAX_RECORD_BYTES", str(1 << 20))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ResultsError, match=rf"{_re(path)}:2: a line of more than 1048576 "
+                                               r"bytes.*cut that line out.*HAL_MAX_RECORD_BYTES"):
+            read_results(path)
+        assert tracemalloc.get_traced_memory()[1] < 8 << 20  # the first MiB of it, no more
+    finally:
+        tracemalloc.stop()
+    monkeypatch.setenv("HAL_MAX_RECORD_BYTES", "lots")
+    with pytest.raises(ResultsError, match="HAL_MAX_RECORD_BYTES='lots': give the largest"):
+        read_results(path)
+
+
+def test_a_pytest_benchmark_file_larger_than_a_record_is_refused(tmp_path, monkeypatch):
+    path = _pytest_benchmark_file(tmp_path / "pb.json", [])
+    monkeypatch.setenv("HAL_MAX_RECORD_BYTES", "100")
+    with pytest.raises(ResultsError, match=rf"{_re(path)}: a JSON document of \d+ bytes, "
+                                           r"more than the 100"):
+        load_results(path)
+
+
+@pytest.mark.parametrize("kind", ["symlink loop", "fifo", "directory"])
+def test_what_is_no_readable_regular_file_is_named_at_once(tmp_path, kind):
+    path = tmp_path / "r.jsonl"
+    if kind == "symlink loop":
+        path.symlink_to(path.name)
+        reason = "a symbolic link that leads back to itself; remove it"
+    elif kind == "fifo":
+        os.mkfifo(path)  # opening it to read would wait for a writer forever
+        reason = "is not a regular file"
+    else:
+        path.mkdir()
+        reason = "is not a regular file"
+    for read in (load_results, read_results):
+        with pytest.raises(ResultsError, match=rf"{_re(path)}.*{reason}"):
+            read(path)
 
 
 def _pytest_benchmark_file(path, benchmarks):
