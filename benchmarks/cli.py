@@ -70,7 +70,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--resume",
         metavar="RUN",
         default=None,
-        help="finish an interrupted run: its id or its .jsonl file",
+        help="finish an interrupted run: its id or its .jsonl file (refused while another "
+        "process still writes it)",
     )
     p.add_argument(
         "--fallback",

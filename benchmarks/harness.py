@@ -5,13 +5,15 @@ With `rounds` > 1 every measurement is split into rounds and the devices take tu
 each round's record pools the samples of the rounds before it.
 
 Every record is appended and fsynced to `<out>/<run-id>.jsonl` as it arrives, so Ctrl-C
-keeps what was measured and `--resume RUN` finishes the run without redoing it. Peaks
-measured by the `peak` suite go into the run record and a per-setup cache, and give
-later measurements their % of peak.
+keeps what was measured and `--resume RUN` finishes the run without redoing it; the
+file's lock refuses a resume while the run is still being written. Peaks measured by the
+`peak` suite go into the run record and a per-setup cache, and give later measurements
+their % of peak.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -28,6 +30,7 @@ from benchmarks.isolation import PACKAGE_ROOT, DeviceRunner
 from benchmarks.plan import BenchError, Config, Task, plan, resolve_devices
 from benchmarks.schema.environment import new_run
 from benchmarks.schema.files import ResultWriter, read_results
+from benchmarks.schema.lock import RunInProgress
 from benchmarks.schema.records import (
     DeviceRecord,
     Measurement,
@@ -180,76 +183,97 @@ def run_bench(
 ) -> Outcome:
     """Plan and run a benchmark (or finish an interrupted one) and return what happened.
 
-    Raises BenchError for a request that cannot run. Ctrl-C stops measuring and keeps
-    every record written so far; the end record says the run is incomplete and the
-    outcome says it was interrupted.
+    Raises BenchError for a request that cannot run, a run to resume among them while
+    another process still writes it (its writer holds the file's lock). Ctrl-C stops
+    measuring and keeps every record written so far; the end record says the run is
+    incomplete and the outcome says it was interrupted.
     """
     console = console or Console(stderr=True)
     cache_dir = hal.settings.cache_dir
-    if resume is not None:
-        path = find_run(resume, out_dir)
-        try:
-            previous = read_results(path)
-            run, config = previous.run, Config(**previous.run.config)
-        except (ResultsError, TypeError) as exc:
-            raise BenchError(f"cannot resume from {path}: {exc}") from exc
-        records = {m.key: m for m in previous.measurements}
-        if setup_fingerprint(new_run(run.id, repo=PACKAGE_ROOT)) != setup_fingerprint(run):
-            raise BenchError(
-                f"run {run.id} was measured on another setup (host, libraries or environment "
-                "differ); its figures would not mix with new ones: start a new run"
+    with contextlib.ExitStack() as held:
+        if resume is not None:
+            path = find_run(resume, out_dir)
+            writer = held.enter_context(_writer(path))  # the lock, before the file is read
+            run, config, records = _resumed(path)
+        else:
+            run = new_run(new_run_id(), repo=PACKAGE_ROOT, config=vars(config))
+            path, records = out_dir / f"{run.id}.jsonl", {}
+        machine = setup_fingerprint(run)
+        _warn_if_busy(console)
+        names = resolve_devices(config.backends)
+        tasks = plan(config, names)
+        rounds_left = sum(
+            config.rounds - (records[t.key].rounds if t.key in records else 0)
+            for t in tasks
+            if t.key not in records or records[t.key].status == "ok"
+        )
+        cached = load_cached_peaks(cache_dir, machine)
+        devices = {d.name: d for d in run.devices}
+        for name in names:
+            device = devices.setdefault(
+                name, DeviceRecord(name=name, backend=name.partition(":")[0])
             )
-    else:
-        run = new_run(new_run_id(), repo=PACKAGE_ROOT, config=vars(config))
-        path, records = out_dir / f"{run.id}.jsonl", {}
-    machine = setup_fingerprint(run)
-    _warn_if_busy(console)
-    names = resolve_devices(config.backends)
-    tasks = plan(config, names)
-    rounds_left = sum(
-        config.rounds - (records[t.key].rounds if t.key in records else 0)
-        for t in tasks
-        if t.key not in records or records[t.key].status == "ok"
-    )
-    cached = load_cached_peaks(cache_dir, machine)
-    devices = {d.name: d for d in run.devices}
-    for name in names:
-        device = devices.setdefault(name, DeviceRecord(name=name, backend=name.partition(":")[0]))
-        if not device.peaks and name in cached:
-            entry = dict(cached[name])
-            device.peaks_from = entry.pop("run", None)
-            device.peaks = entry
-    run.devices = list(devices.values())
+            if not device.peaks and name in cached:
+                entry = dict(cached[name])
+                device.peaks_from = entry.pop("run", None)
+                device.peaks = entry
+        run.devices = list(devices.values())
+        if resume is None:
+            writer = held.enter_context(_writer(path))
+        outcome = Outcome(path=path, run_id=run.id, measured=0, planned=rounds_left)
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+        )
+        recorder = _Recorder(run, writer, machine, cache_dir, progress, outcome, records)
+        try:
+            recorder.save_run()
+            with progress:
+                for round_ in range(config.rounds):  # devices alternate order between rounds
+                    for name in names if round_ % 2 == 0 else names[::-1]:
+                        todo = [
+                            t for t in tasks if t.device == name and recorder.needs(t.key, round_)
+                        ]
+                        device = devices[name]
+                        DeviceRunner(
+                            device,
+                            config,
+                            functools.partial(recorder.measured, device),
+                            functools.partial(recorder.opened, device),
+                        ).run(todo)
+            outcome.completed = True
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+        finally:
+            writer.write_end(run.id, outcome.completed)
+    return outcome
+
+
+def _writer(path: Path) -> ResultWriter:
+    """The results file's writer, holding its lock: BenchError while another process
+    writes the run, or when the file cannot be written."""
     try:
-        writer = ResultWriter(path)
+        return ResultWriter(path)
+    except RunInProgress as exc:
+        raise BenchError(f"run {path.stem} is still being written: {exc}") from exc
     except OSError as exc:
         raise BenchError(f"cannot write results to {path}: {exc.strerror or exc}") from exc
-    outcome = Outcome(path=path, run_id=run.id, measured=0, planned=rounds_left)
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    )
-    recorder = _Recorder(run, writer, machine, cache_dir, progress, outcome, records)
+
+
+def _resumed(path: Path) -> tuple[RunRecord, Config, dict[MeasurementKey, Measurement]]:
+    """The run record, config and measurements of a run to finish: BenchError for a file
+    that cannot be resumed or a run measured on another setup."""
     try:
-        recorder.save_run()
-        with progress:
-            for round_ in range(config.rounds):  # devices alternate order between rounds
-                for name in names if round_ % 2 == 0 else names[::-1]:
-                    todo = [t for t in tasks if t.device == name and recorder.needs(t.key, round_)]
-                    device = devices[name]
-                    DeviceRunner(
-                        device,
-                        config,
-                        functools.partial(recorder.measured, device),
-                        functools.partial(recorder.opened, device),
-                    ).run(todo)
-        outcome.completed = True
-    except KeyboardInterrupt:
-        outcome.interrupted = True
-    finally:
-        writer.write_end(run.id, outcome.completed)
-        writer.close()
-    return outcome
+        previous = read_results(path)
+        run, config = previous.run, Config(**previous.run.config)
+    except (ResultsError, TypeError) as exc:
+        raise BenchError(f"cannot resume from {path}: {exc}") from exc
+    if setup_fingerprint(new_run(run.id, repo=PACKAGE_ROOT)) != setup_fingerprint(run):
+        raise BenchError(
+            f"run {run.id} was measured on another setup (host, libraries or environment "
+            "differ); its figures would not mix with new ones: start a new run"
+        )
+    return run, config, {m.key: m for m in previous.measurements}

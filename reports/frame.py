@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from benchmarks.schema.files import load_results
+from benchmarks.schema.files import load_results, regular_file
 from benchmarks.schema.records import Measurement, Results, RunRecord
 from reports.conformance import ConformanceRun, is_conformance, read_conformance
 
@@ -120,11 +120,13 @@ def measurements_frame(results: list[Results]) -> pd.DataFrame:
 
 
 def expand(paths: list[Path]) -> list[Path]:
-    """Result files: files as given, directories as their *.jsonl and *.json files."""
+    """Result files: files as given, directories as their *.jsonl and *.json files; a path
+    that is no readable regular file (a symbolic link loop, a FIFO) is a ResultsError
+    naming it."""
     files: list[Path] = []
     for p in map(Path, paths):
         files += sorted([*p.glob("*.jsonl"), *p.glob("*.json")]) if p.is_dir() else [p]
-    return files
+    return [regular_file(f) for f in files]
 
 
 @dataclass

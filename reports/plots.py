@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import io
+from collections.abc import Callable
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
@@ -18,6 +21,18 @@ def _figure(width: float, height: float) -> tuple[Figure, Axes]:
     """A figure with one axes, rendered by Agg (no pyplot, no GUI, no global state)."""
     fig = Figure(figsize=(width, height), layout="tight")
     return fig, fig.subplots()
+
+
+def _as_written(plot: Callable[..., bytes]) -> Callable[..., bytes]:
+    """A plot whose text (workload, device and dtype names from the results files) is drawn
+    as written: a '$' there would otherwise start mathtext, and fail to parse."""
+
+    @functools.wraps(plot)
+    def draw(*args, **kwargs) -> bytes:
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return plot(*args, **kwargs)
+
+    return draw
 
 
 def _png(fig: Figure) -> bytes:
@@ -59,6 +74,7 @@ def _labels(data: pd.DataFrame) -> pd.Series:
     return labels.where(~alike, labels + " #" + number)
 
 
+@_as_written
 def speedup_bars(long: pd.DataFrame, baseline: str) -> bytes:
     """Horizontal bars of speedup vs `baseline` per workload and series, log scale, CI whiskers."""
     data = long.head(MAX_ROWS).iloc[::-1]
@@ -74,6 +90,7 @@ def speedup_bars(long: pd.DataFrame, baseline: str) -> bytes:
     return _png(fig)
 
 
+@_as_written
 def roofline(device: DeviceRecord, points: pd.DataFrame) -> bytes:
     """Roofline of one device from its measured peaks, with its measurements as points."""
     gbps = device.peaks.get("gbps")
@@ -109,6 +126,7 @@ def roofline(device: DeviceRecord, points: pd.DataFrame) -> bytes:
     return _png(fig)
 
 
+@_as_written
 def distributions(frame: pd.DataFrame) -> bytes:
     """Box plots of each measurement's samples relative to its median (spread at a glance)."""
     data = frame[frame["samples"].map(len) > 0].head(MAX_ROWS).iloc[::-1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -258,6 +259,7 @@ def rooflines_part(inputs: Inputs, baseline: str | None) -> list[Section]:
     if frame.empty:
         return []
     roof = Section("Rooflines")
+    taken: set[str] = set()
     for r in inputs.results:
         for d in r.run.devices:
             pts = frame[
@@ -270,11 +272,24 @@ def rooflines_part(inputs: Inputs, baseline: str | None) -> list[Section]:
                 (pts["flops"].fillna(0) > 0) & (pts["bytes"].fillna(0) > 0) & pts["gflops"].notna()
             ]
             if d.peaks.get("gflops") or d.peaks.get("gbps"):
-                name = f"roofline-{r.run.id}-{d.backend}-{d.name}.png".replace(":", "_")
+                name = _plot_file(f"roofline-{r.run.id}-{d.backend}-{d.name}", taken)
                 roof.blocks.append((name, plots.roofline(d, pts)))
     if not roof.blocks:
         roof.blocks.append("No measured peaks in these runs: run `hal bench --suite peak`.")
     return [roof]
+
+
+def _plot_file(label: str, taken: set[str]) -> str:
+    """A PNG file name for a plot labelled with text from the results files: every character
+    but letters, digits, '.', '_' and '-' becomes '_' (so the file stays in the report's
+    directory), and a name already taken gets a number."""
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", label)
+    name, k = f"{stem}.png", 1
+    while name in taken:
+        k += 1
+        name = f"{stem}-{k}.png"
+    taken.add(name)
+    return name
 
 
 def distributions_part(inputs: Inputs, baseline: str | None) -> list[Section]:

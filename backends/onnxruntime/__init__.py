@@ -6,7 +6,8 @@ A single op runs as a one-node hal graph exported with `hal.onnx.to_onnx` into a
 InferenceSession cached by (op, params, operand shapes and dtypes); kernels.py registers
 each op for the dtypes the CPU EP runs as the reference does (a table probe.py derives).
 A `hal.jit` graph runs whole as ONE session (`compile`), so ONNX Runtime fuses and plans
-it itself (session.py). Tensors are host numpy arrays, or OrtValues in the EP's memory for
+it itself (session.py), its float16 values rounded between nodes as eager rounds them
+(rounding.py). Tensors are host numpy arrays, or OrtValues in the EP's memory for
 the CUDA and TensorRT EPs (device.py). onnxruntime is imported only when the backend is
 asked about devices, so hal loads without it.
 """

@@ -31,6 +31,8 @@ from hal.compile.executable import Executable, label
 from hal.compile.graph import Graph, Node
 from hal.tensor import Tensor
 
+from . import rounding
+
 OP_SESSIONS = 256  # one-op sessions a device keeps
 GRAPH_SESSIONS = 32  # whole-graph sessions a device keeps (they hold the weights)
 PARALLEL_ELEMENTS = 1 << 16  # a session gets a thread pool from a tensor of this size up
@@ -85,9 +87,7 @@ class Program:
     """One InferenceSession of an exported hal graph, run on device-native arrays."""
 
     def __init__(self, device, graph: Graph):
-        from hal.onnx import to_onnx  # imports onnx; raises UnsupportedOp for what ONNX lacks
-
-        self.model = to_onnx(graph)
+        self.model = rounding.export(graph)  # UnsupportedOp for what ONNX lacks
         self.threads = threads_for(graph)
         self.session = ort.InferenceSession(self.model.SerializeToString(),
                                             session_options(self.threads),

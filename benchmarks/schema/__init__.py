@@ -12,6 +12,6 @@ A file holds, one JSON object per line, each with `"type"` and `"schema"` keys:
 
 The modules, one idea each: `records` (the records and their keys), `validation` (JSON
 values checked against the records' field types), `environment` (the machine and
-software a new run describes), `files` (writing and reading results files) and
-`pytest_benchmark` (pytest-benchmark JSON read as results).
+software a new run describes), `files` (writing and reading results files), `lock` (one
+writer per results file) and `pytest_benchmark` (pytest-benchmark JSON read as results).
 """

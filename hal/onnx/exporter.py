@@ -11,9 +11,10 @@ A uint8 x int8 product (qmatmul, quantized_linear) is written as uint8 x uint8 M
 ONNX Runtime's uint8 x int8 kernel saturates 16-bit pair sums on x86-64 CPUs without VNNI.
 
 Where ONNX and hal (numpy) semantics differ, the model computes hal's (NaN in max, min,
-argmax and argmin; floor_divide and remainder of floats; integer floor_divide; casts of
-bool; stable sorts), except float to integer casts of values out of range, undefined in
-both (ONNX Runtime and numpy give the same answers on x86-64).
+argmax and argmin; the NaN mean of nothing; floor_divide and remainder of floats; integer
+floor_divide; casts of bool; stable sorts), except float to integer casts of values out of
+range, undefined in both (ONNX Runtime and numpy give the same answers on x86-64). An int64
+sum is a MatMul with ones: ONNX Runtime's int64 ReduceSum adds in float64 and saturates.
 """
 
 from __future__ import annotations
@@ -287,7 +288,19 @@ def _axes(node, meta) -> tuple[int, ...]:
 @_handles("sum")
 def _sum(b, node, x, meta):
     v = b.cast(x[0], meta[0][1], node.dtype)
-    return b.reduce("ReduceSum", v, _axes(node, meta), node.params.get("keepdims", False))
+    axes, keepdims = _axes(node, meta), node.params.get("keepdims", False)
+    if node.dtype != dt.int64 or not axes:
+        return b.reduce("ReduceSum", v, axes, keepdims)
+    # ONNX Runtime's int64 ReduceSum adds in float64 (inexact past 2**53, saturating):
+    # a product with ones adds in int64 and wraps as numpy does
+    shape = meta[0][0]
+    kept = [a for a in range(len(shape)) if a not in axes]
+    if kept + list(axes) != list(range(len(shape))):
+        v = b.op("Transpose", [v], perm=kept + list(axes))
+    rows = [shape[a] for a in kept] + [math.prod(shape[a] for a in axes)]
+    v = b.op("Reshape", [v, b.ints(rows)], allowzero=int(0 in rows))
+    v = b.op("MatMul", [v, b.const(np.ones(rows[-1], np.int64))])
+    return b.op("Reshape", [v, b.ints(node.shape)], allowzero=int(0 in node.shape))
 
 
 def _any_nan(b, x: str, axes, keepdims: bool) -> str:
@@ -322,7 +335,10 @@ def _all_any(b, node, x, meta):
 
 @_handles("mean")
 def _mean(b, node, x, meta):
-    return b.reduce("ReduceMean", x[0], _axes(node, meta), node.params.get("keepdims", False))
+    axes = _axes(node, meta)
+    if axes and not math.prod(meta[0][0][a] for a in axes):  # ONNX Runtime answers 0
+        return b.op("Expand", [b.const(np.nan, node.dtype), b.ints(node.shape)])
+    return b.reduce("ReduceMean", x[0], axes, node.params.get("keepdims", False))
 
 
 @_handles("var")

@@ -1,13 +1,16 @@
 """Numerics every backend must share with numpy: edge values, not random ones.
 
 var with correction >= N, relu and NaN, tanh of tiny inputs, complex functions at
-infinities and NaN, integer powers with negative exponents, and NaN through
-quantize_linear. Each test runs on every registered backend (a missing one is skipped
-with its reason) and compares with numpy, or with ONNX Runtime where hal follows it.
+infinities and NaN, integer powers with negative exponents, NaN through quantize_linear,
+float16 graphs that round every node's result under hal.jit as eagerly, the NaN mean of
+nothing and int64 sums that wrap (eager and under hal.jit). Each test runs on every
+registered backend (a missing one is skipped with its reason) and compares with numpy, or
+with ONNX Runtime where hal follows it.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 import types
@@ -246,3 +249,48 @@ def test_quantize_reference_agrees_with_onnx_runtime():
             _QX, np.array(0.5, np.float32), np.array(3, zdtype))
         np.testing.assert_array_equal(reference, expected, err_msg=zdtype.__name__)
         np.testing.assert_array_equal(_quantize_expected(zdtype), expected)
+
+
+# -- float16 graphs round every node's result, under hal.jit as eagerly ----------------------
+_ROUNDS = {  # (xp, a, b) -> result, where a float16 intermediate differs from a float32 one
+    "overflow": (lambda xp, a, b: (a * a - b) / 3.0, [300, 2, 1], [65504, 1, 0.5]),  # a*a: inf
+    "rounding": (lambda xp, a, b: (a + b) - a, [2048, 2048, 1], [1, 3, 1e-4]),  # 2049: 2048
+    "argmax tie": (lambda xp, a, b: xp.argmax(a + b), [2048, 2048], [0.5, 1]),  # both 2048
+}
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.parametrize("case", _ROUNDS)
+def test_float16_graphs_round_every_node_under_jit_as_eagerly(dev, case):
+    _dtypes(dev, (dt.float16,))
+    fn, a, b = _ROUNDS[case]
+    host = [np.array(a, np.float16), np.array(b, np.float16)]
+    args = [hal.asarray(h, device=dev) for h in host]
+    expected = fn(np, *host)  # numpy rounds each op's result to float16
+    np.testing.assert_array_equal(fn(hal, *args).numpy(), expected, err_msg="eager")
+    np.testing.assert_array_equal(hal.jit(lambda a, b: fn(hal, a, b))(*args).numpy(), expected,
+                                  err_msg="hal.jit")
+
+
+# -- reductions at the edges: the mean of nothing is NaN, int64 sums wrap exactly ------------
+_BIG = [[2**62, 2**62, 2**62], [2**53 + 1, 1, 0]]  # a sum past the maximum; one past 2**53
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("how", ["eager", "jit"])
+def test_the_mean_of_nothing_is_nan_and_int64_sums_wrap(dev, how):
+    cases = [(lambda xp, x: xp.mean(x), np.zeros(0, d)) for d in
+             _dtypes(dev, (dt.float16, dt.float32, dt.float64))]
+    cases.append((lambda xp, x: xp.mean(x, axis=1, keepdims=True), np.zeros((2, 0), "f4")))
+    if "int64" in dev.capabilities.dtypes:
+        big = np.array(_BIG, np.int64)
+        cases += [(lambda xp, x: xp.sum(x, axis=1), big), (lambda xp, x: xp.sum(x), big),
+                  (lambda xp, x: xp.sum(x, axis=0), big.T)]
+    for fn, host in cases:
+        on_hal = functools.partial(fn, hal)
+        got = (on_hal if how == "eager" else hal.jit(on_hal))(hal.asarray(host, device=dev))
+        got = got.numpy()
+        expected = fn(np, host)
+        assert got.shape == expected.shape, (host.dtype, host.shape)
+        np.testing.assert_array_equal(got, expected, err_msg=f"{host.dtype} {host.shape}")

@@ -201,6 +201,20 @@ def test_bfloat16_passes_in_and_out_of_a_session(dev):
     assert "CPUExecutionProvider:Reshape" in jitted.compiled(_on(dev, x)).counts()
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_a_float16_graph_rounds_between_nodes_in_one_session(dev):
+    a, b = np.array([300, 2048], np.float16), np.array([65504, 1], np.float16)
+    jitted = hal.jit(lambda x, y: (x * x - y, (x + 1) - x))  # x * x: inf; 2049: 2048
+    out = jitted(_on(dev, a), _on(dev, b))
+    np.testing.assert_array_equal(out[0].numpy(), a * a - b)
+    np.testing.assert_array_equal(out[1].numpy(), (a + np.float16(1)) - a)
+    executable = jitted.compiled(_on(dev, a), _on(dev, b))
+    assert executable.counts()["CPUExecutionProvider:BitCast"] == 2 * 2  # x * x and x + 1
+    assert executable.program.model.opset_import[0].version == 26
+    single = hal.jit(lambda x: x * 2)  # nothing passed on: nothing to round, opset unchanged
+    assert single.compiled(_on(dev, a)).program.model.opset_import[0].version == hal.onnx.OPSET
+
+
 def test_an_op_without_kernel_falls_back_or_is_refused(dev):
     x = np.linspace(-2, 2, 5)
     assert dev.kernel("erf", hal.float64) is None  # ONNX Runtime has no float64 Erf

@@ -158,6 +158,33 @@ def test_resume_on_another_setup_is_refused(tmp_path, capsys):
     assert "run old was measured on another setup" in capsys.readouterr().err
 
 
+def test_resume_of_a_run_another_process_writes_is_refused(tmp_path, capsys):
+    out = tmp_path / "results"
+    path = out / "held.jsonl"
+    with ResultWriter(path) as writer:
+        writer.write_run(new_run("held", repo=PACKAGE_ROOT, config=vars(Config(
+            suites=["smoke"], backends=["cpu"], dtypes=["float64"], quick=True))))
+    code = ("import sys; from benchmarks.schema.lock import RunLock; lock = RunLock(sys.argv[1]); "
+            "print('held', flush=True); sys.stdin.read()")
+    writer = subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, cwd=PACKAGE_ROOT)
+    try:
+        assert writer.stdout.readline() == "held\n"
+        before = path.read_bytes()
+        assert main(["bench", "--resume", "held", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"run held is still being written: {path} is being written by process " \
+               f"{writer.pid}" in err
+        assert path.read_bytes() == before  # no measurement and no end record added
+        writer.kill()  # killed: its lock file stays, naming it
+        writer.wait(timeout=30)
+        with pytest.warns(UserWarning, match=f"took over the lock of process {writer.pid}"):
+            ResultWriter(path).close()
+    finally:
+        writer.kill()
+        writer.wait(timeout=30)
+
+
 def test_resume_of_an_unknown_run_names_the_runs(tmp_path, capsys):
     assert main(["bench", "--resume", "nope", "--out", str(tmp_path)]) == 2
     assert "no run 'nope' to resume" in capsys.readouterr().err
@@ -191,7 +218,7 @@ def test_unknown_backend_from_the_command_line(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_ctrl_c_keeps_what_was_measured(tmp_path):
+def test_ctrl_c_keeps_what_was_measured(tmp_path, capsys):
     out = tmp_path / "results"
     env = {**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)}
     proc = subprocess.Popen(
@@ -222,6 +249,8 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path):
         if files and '"type": "measurement"' in files[0].read_text():
             break
         time.sleep(0.1)
+    assert main(["bench", "--resume", files[0].stem, "--out", str(out)]) == 2  # still running
+    assert f"is being written by process {proc.pid}" in capsys.readouterr().err
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

@@ -1,12 +1,15 @@
 """The results schema: writing, reading, bad lines, versions, resume keys, pytest-benchmark."""
 
 import json
+import os
 import re
+import tracemalloc
 
 import pytest
 
 from benchmarks.schema.environment import new_run
 from benchmarks.schema.files import ResultWriter, load_results, read_results
+from benchmarks.schema.lock import RunInProgress
 from benchmarks.schema.records import (
     SCHEMA_VERSION,
     Check,
@@ -266,6 +269,79 @@ def test_appending_after_a_torn_last_line_starts_a_new_line(tmp_path, whole):
     res = read_results(path)
     expected = ["a", "b", "c"] if whole else ["a", "c"]
     assert sorted(m.workload for m in res.measurements) == expected and res.completed
+
+
+def test_a_results_file_has_one_writer_at_a_time(tmp_path):
+    path = tmp_path / "r.jsonl"
+    lock = tmp_path / "r.jsonl.lock"
+    with ResultWriter(path) as first:
+        first.write_run(new_run("r"))
+        assert lock.read_text() == f"{os.getpid()}\n"
+        with open(path, "a") as f:
+            f.write('{"type": "measure')  # the first writer's record, half written
+        before = path.read_bytes()
+        with pytest.raises(RunInProgress, match=rf"{_re(path)} is being written by process "
+                                                rf"{os.getpid()} \(it holds {_re(lock)}\)"):
+            ResultWriter(path)
+        assert path.read_bytes() == before  # not mended under the writer's feet
+    assert not lock.exists()
+
+
+def test_a_lock_its_writer_left_behind_is_taken_over(tmp_path):
+    path = tmp_path / "r.jsonl"
+    _write_run(path, [])
+    (tmp_path / "r.jsonl.lock").write_text("4194303\n")  # a killed writer's lock, flock free
+    with pytest.warns(UserWarning, match=r"r.jsonl.lock: took over the lock of process "
+                                         r"4194303, which ended without releasing it"):
+        writer = ResultWriter(path)
+    with writer:
+        assert (tmp_path / "r.jsonl.lock").read_text() == f"{os.getpid()}\n"
+    assert not (tmp_path / "r.jsonl.lock").exists()
+
+
+def test_a_line_longer_than_any_record_is_refused_unread(tmp_path, monkeypatch):
+    path = tmp_path / "r.jsonl"
+    _write_run(path, [_measurement("a")])
+    with open(path, "r+b") as f:  # a 64 MiB line after the run record's (sparse: no disk)
+        f.truncate(len(f.readline()))
+        f.truncate(f.tell() + (64 << 20) + 1)
+    monkeypatch.setenv("HAL_MAX_RECORD_BYTES", str(1 << 20))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ResultsError, match=rf"{_re(path)}:2: a line of more than 1048576 "
+                                               r"bytes.*cut that line out.*HAL_MAX_RECORD_BYTES"):
+            read_results(path)
+        assert tracemalloc.get_traced_memory()[1] < 8 << 20  # the first MiB of it, no more
+    finally:
+        tracemalloc.stop()
+    monkeypatch.setenv("HAL_MAX_RECORD_BYTES", "lots")
+    with pytest.raises(ResultsError, match="HAL_MAX_RECORD_BYTES='lots': give the largest"):
+        read_results(path)
+
+
+def test_a_pytest_benchmark_file_larger_than_a_record_is_refused(tmp_path, monkeypatch):
+    path = _pytest_benchmark_file(tmp_path / "pb.json", [])
+    monkeypatch.setenv("HAL_MAX_RECORD_BYTES", "100")
+    with pytest.raises(ResultsError, match=rf"{_re(path)}: a JSON document of \d+ bytes, "
+                                           r"more than the 100"):
+        load_results(path)
+
+
+@pytest.mark.parametrize("kind", ["symlink loop", "fifo", "directory"])
+def test_what_is_no_readable_regular_file_is_named_at_once(tmp_path, kind):
+    path = tmp_path / "r.jsonl"
+    if kind == "symlink loop":
+        path.symlink_to(path.name)
+        reason = "a symbolic link that leads back to itself; remove it"
+    elif kind == "fifo":
+        os.mkfifo(path)  # opening it to read would wait for a writer forever
+        reason = "is not a regular file"
+    else:
+        path.mkdir()
+        reason = "is not a regular file"
+    for read in (load_results, read_results):
+        with pytest.raises(ResultsError, match=rf"{_re(path)}.*{reason}"):
+            read(path)
 
 
 def _pytest_benchmark_file(path, benchmarks):

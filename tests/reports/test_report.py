@@ -1,6 +1,8 @@
 """`hal report`: files produced, tables and plots in them, bad input."""
 
 import csv
+import dataclasses
+import os
 import re
 import subprocess
 import sys
@@ -153,6 +155,44 @@ def test_a_long_skip_reason_appears_whole(measurement, results_file, tmp_path):
     assert "ops/a n=1024 float32; ops/b n=1024 float32; ops/c n=1024 float32" in row
     assert reason.strip() in row
     assert (out / "report.html").read_text().count(reason.strip()) == 4
+
+
+_HOSTILE = r"<script>alert(1)</script> $\frac{1}{$ ../../x"  # markup, mathtext, a path
+
+
+def test_text_from_results_files_is_shown_as_written_and_stays_in_its_place(
+        measurement, results_file, tmp_path):
+    failed = measurement("fft", "cpu", 0.01, 3, status="failed")
+    ms = [dataclasses.replace(measurement("gemm", "cpu", 0.01, 1), params={"n": _HOSTILE}),
+          dataclasses.replace(measurement(_HOSTILE, _HOSTILE, 0.01, 2), params={_HOSTILE: 1}),
+          dataclasses.replace(failed, error=_HOSTILE)]
+    out = tmp_path / "sub" / "out"
+    written = build_report([results_file("x.jsonl", ms, hostname=_HOSTILE)], out)
+    assert all(path.parent == out for path in written)  # plots named after the device too
+    assert sum(path.name.startswith("roofline-") for path in written) == 2
+    html = (out / "report.html").read_text()
+    assert not re.search("<script", html, re.IGNORECASE)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; $\\frac{1}{$ ../../x" in html
+
+
+@pytest.mark.parametrize("kind", ["symlink loop", "fifo", "long line"])
+def test_a_results_directory_with_what_cannot_be_read_is_an_error_naming_it(
+        two_backend_run, tmp_path, capsys, monkeypatch, kind):
+    bad = two_backend_run.parent / "bad.jsonl"
+    if kind == "symlink loop":
+        bad.symlink_to(bad.name)
+        reason = f"cannot read results file {bad}: .*symbolic link that leads back to itself"
+    elif kind == "fifo":
+        os.mkfifo(bad)  # reading it would wait forever
+        reason = f"{bad} is not a regular file"
+    else:
+        bad.write_text(two_backend_run.read_text().splitlines()[0] + "\n" + "x" * 5000)
+        monkeypatch.setenv("HAL_MAX_RECORD_BYTES", "4096")
+        reason = f"{bad}:2: a line of more than 4096 bytes"
+    assert main(["report", str(two_backend_run.parent), "-o", str(tmp_path / "o")]) == 2
+    assert re.search(reason, capsys.readouterr().err)
+    assert main(["compare", str(bad), str(two_backend_run)]) == 2
+    assert re.search(reason, capsys.readouterr().err)
 
 
 def test_plot_labels_are_short_and_unique():
