@@ -1,6 +1,7 @@
 """pytest-benchmark JSON from a real pytest-benchmark run: measurements, reports, compares."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -55,7 +56,8 @@ def pytest_benchmark_json(tmp_path_factory):
         text=True,
         cwd=tmp,
         timeout=120,
-    )
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
+    )  # a run of this suite under xdist must not make pytest-benchmark disable itself
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
 
