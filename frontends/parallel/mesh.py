@@ -13,7 +13,7 @@ Reliability. Every rank must issue the same collectives on a group in the same o
 the same shapes and dtypes; when one does not, MPI hangs, mixes data or fails deep inside
 MPICH. So before each collective the ranks compare (sequence number, op, dtype, shape,
 parameters), and a mismatch is a HalError on every rank listing what each rank called
-(the debug check: one 8-byte allgather per collective; `debug=False` or
+(the debug check: one 16-byte allgather per collective; `debug=False` or
 HAL_PARALLEL_DEBUG=0 turns it off for speed). A rank that stops with an uncaught exception,
 or leaves a `with Mesh` block by a nonzero `sys.exit`, aborts the whole job with its reason
 (rank, exception, file:line) instead of leaving the others waiting (`abort.py`;
@@ -118,6 +118,8 @@ class MPIGroup:
         self._sum, self._or = MPI.SUM, MPI.LOR
         self._pending: tuple[float, Call] | None = None  # (start, call) while inside one
         self.last: Call | None = None  # the last collective completed (for diagnostics)
+        self._signature = np.empty(2, np.int64)  # the debug check's: (seq, checksum)
+        self._signatures = np.empty((self.size, 2), np.int64)  # every rank's
         self._watchdog = _Watchdog(self) if self.timeout else None
 
     def __repr__(self) -> str:
@@ -270,13 +272,15 @@ class MPIGroup:
             self.last = call
 
     def _check(self, call: Call) -> None:
-        """Compare this call with the other ranks' by a checksum (one 8-byte allgather);
-        the calls themselves are gathered only to report a mismatch."""
-        mine = (call.seq, call.op, _dtype_name(call.dtype), call.shape, call.detail)
-        digests = np.empty(self.size, np.int64)
-        self.comm.Allgather(np.array(zlib.crc32(repr(mine).encode()), np.int64), digests)
-        if (digests != digests[0]).any():  # every rank sees the same digests: all raise
-            calls = self.comm.allgather(mine)
+        """Compare this call with the other ranks' by (sequence number, checksum of the
+        rest): one 16-byte allgather into buffers kept for it; the calls themselves are
+        gathered only to report a mismatch."""
+        mine, everyone = self._signature, self._signatures
+        mine[:] = call.seq, _checksum(call.op, call.dtype, call.shape, call.detail)
+        self.comm.Allgather(mine, everyone)
+        if everyone.tobytes() != mine.tobytes() * self.size:  # all ranks see it: all raise
+            calls = self.comm.allgather(
+                (call.seq, call.op, call.dtype.name, call.shape, call.detail))
             listing = "; ".join(f"rank {r}: {Call(*c)}" for r, c in enumerate(calls))
             raise hal.HalError(
                 f"group {self.name!r}: collective #{call.seq} differs across its ranks "
@@ -431,10 +435,11 @@ def _summable(x: np.ndarray) -> np.ndarray:
     return np.require(x, requirements="C")
 
 
-@functools.cache
-def _dtype_name(dtype: np.dtype) -> str:
-    """dtype.name, remembered (numpy computes it in Python, slowly)."""
-    return dtype.name
+@functools.lru_cache(maxsize=4096)
+def _checksum(op: str, dtype: np.dtype, shape: tuple[int, ...], detail: str) -> int:
+    """A checksum of a collective's op, dtype, shape and parameters, remembered (the debug
+    check compares it across the ranks on every call)."""
+    return zlib.crc32(repr((op, dtype.name, shape, detail)).encode())
 
 
 def _raw(x: np.ndarray) -> np.ndarray:
