@@ -7,7 +7,9 @@
     params = optimizer.step(params, DataParallel(mesh, "dp").sync(grads))
 
 - `mesh`: Mesh (one MPI process group per axis, registered with hal's collective ops),
-  MPIGroup (debug checks across ranks, a timeout that aborts the job).
+  MPIGroup (collectives checked across the ranks, a timeout that aborts the job); `abort`:
+  a failing rank ends the whole job with its reason; `faults`: fault cases timed to the
+  abort (`python -m frontends.parallel.faults`).
 - `placement`, `dtensor`, `rules`: Replicate / Shard / Partial, DTensor and the
   propagation rules that turn ops on global tensors into local ops and collectives.
 - `annotate`: `parallel(split_dim=...)`, `parallelize`, `forward`, `placements`.

@@ -10,10 +10,15 @@ per axis: the ranks that share every other coordinate. Each becomes an `MPIGroup
         y = hal.collectives.all_reduce(x, group=mesh.group("tp"))
 
 Reliability. Every rank must issue the same collectives on a group in the same order with
-the same shapes and dtypes; when one does not, MPI hangs or mixes data. `debug=True` (or
-HAL_PARALLEL_DEBUG=1) has the ranks compare (sequence number, op, dtype, shape, parameters)
-before each collective, and a mismatch is a HalError on every rank listing what each rank
-called. `timeout=seconds` (or HAL_PARALLEL_TIMEOUT) starts one watchdog thread per group: a
+the same shapes and dtypes; when one does not, MPI hangs, mixes data or fails deep inside
+MPICH. So before each collective the ranks compare (sequence number, op, dtype, shape,
+parameters), and a mismatch is a HalError on every rank listing what each rank called
+(the debug check: one 16-byte allgather per collective; `debug=False` or
+HAL_PARALLEL_DEBUG=0 turns it off for speed). A rank that stops with an uncaught exception,
+or leaves a `with Mesh` block by a nonzero `sys.exit`, aborts the whole job with its reason
+(rank, exception, file:line) instead of leaving the others waiting (`abort.py`;
+`abort_on_error=False` or HAL_PARALLEL_ABORT_ON_ERROR=0 to let a rank end alone).
+`timeout=seconds` (or HAL_PARALLEL_TIMEOUT) starts one watchdog thread per group: a
 collective still incomplete after that long prints a diagnostic to stderr and aborts the
 whole job (exit status 3) instead of hanging it.
 """
@@ -24,7 +29,6 @@ import functools
 import itertools
 import math
 import os
-import sys
 import threading
 import time
 import zlib
@@ -37,9 +41,10 @@ import hal
 from hal import dtypes
 from hal.ops.shapes import axis as _axis
 
+from .abort import abort_job, abort_on_uncaught_exceptions, rank_message
+
 _MESHES = itertools.count()  # meshes are created collectively, so every rank numbers alike
 _ABORT_STATUS = 3
-ABORT_GRACE_S = 1.0  # between the timeout's diagnostic and the abort (a CI run lost it)
 _NARROW = {d for d in (np.dtype(np.float16), dtypes.bfloat16) if d is not None}  # no MPI type
 
 
@@ -99,12 +104,12 @@ class MPIGroup:
     completed. `debug` and `timeout`: see the module docstring.
     """
 
-    def __init__(self, comm, name: str, *, node=None, debug: bool = False,
+    def __init__(self, comm, name: str, *, node=None, debug: bool | None = None,
                  timeout: float | None = None, cost=None):
         MPI = _mpi()
         self.comm, self.name, self.node, self.cost = comm, name, node, cost
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
-        self.debug = debug or _env_debug()
+        self.debug = _flag(debug, "HAL_PARALLEL_DEBUG") and self.size > 1
         self.timeout = _timeout(timeout)
         self.counts: Counter = Counter()
         self.bytes: Counter = Counter()
@@ -113,6 +118,8 @@ class MPIGroup:
         self._sum, self._or = MPI.SUM, MPI.LOR
         self._pending: tuple[float, Call] | None = None  # (start, call) while inside one
         self.last: Call | None = None  # the last collective completed (for diagnostics)
+        self._signature = np.empty(2, np.int64)  # the debug check's: (seq, checksum)
+        self._signatures = np.empty((self.size, 2), np.int64)  # every rank's
         self._watchdog = _Watchdog(self) if self.timeout else None
 
     def __repr__(self) -> str:
@@ -265,13 +272,15 @@ class MPIGroup:
             self.last = call
 
     def _check(self, call: Call) -> None:
-        """Compare this call with the other ranks' by a checksum (one 8-byte allgather);
-        the calls themselves are gathered only to report a mismatch."""
-        mine = (call.seq, call.op, _dtype_name(call.dtype), call.shape, call.detail)
-        digests = np.empty(self.size, np.int64)
-        self.comm.Allgather(np.array(zlib.crc32(repr(mine).encode()), np.int64), digests)
-        if (digests != digests[0]).any():  # every rank sees the same digests: all raise
-            calls = self.comm.allgather(mine)
+        """Compare this call with the other ranks' by (sequence number, checksum of the
+        rest): one 16-byte allgather into buffers kept for it; the calls themselves are
+        gathered only to report a mismatch."""
+        mine, everyone = self._signature, self._signatures
+        mine[:] = call.seq, _checksum(call.op, call.dtype, call.shape, call.detail)
+        self.comm.Allgather(mine, everyone)
+        if everyone.tobytes() != mine.tobytes() * self.size:  # all ranks see it: all raise
+            calls = self.comm.allgather(
+                (call.seq, call.op, call.dtype.name, call.shape, call.detail))
             listing = "; ".join(f"rank {r}: {Call(*c)}" for r, c in enumerate(calls))
             raise hal.HalError(
                 f"group {self.name!r}: collective #{call.seq} differs across its ranks "
@@ -279,17 +288,13 @@ class MPIGroup:
                 "the same order with the same shapes and dtypes")
 
     def _abort(self, started: float, call: Call) -> None:
-        MPI = _mpi()
-        sys.stderr.write(
-            f"hal.parallel: rank {MPI.COMM_WORLD.Get_rank()} (rank {self.rank} of "
-            f"{self.size} in group {self.name!r}): {call} has not completed after "
-            f"{time.perf_counter() - started:.1f} s (timeout {self.timeout:g} s); last "
-            f"completed: {self.last or 'none'}. Another rank of the group is not issuing "
-            "this collective (stopped, hung, or issuing a different one; HAL_PARALLEL_DEBUG=1 "
-            "compares them); aborting the job\n")
-        sys.stderr.flush()
-        time.sleep(ABORT_GRACE_S)  # the process manager forwards the message before the kill
-        MPI.COMM_WORLD.Abort(_ABORT_STATUS)
+        abort_job(rank_message(
+            f"{call} on group {self.name!r} (as its rank {self.rank} of {self.size}) has not "
+            f"completed after {time.perf_counter() - started:.1f} s (timeout "
+            f"{self.timeout:g} s); last completed: {self.last or 'none'}. Another rank of the "
+            "group is not issuing this collective (stopped or hung, or issuing another one with "
+            "the debug check off); aborting the job"),
+            _ABORT_STATUS)
 
 
 class _Watchdog(threading.Thread):
@@ -319,18 +324,26 @@ class Mesh:
     Created collectively (every rank, the same order of meshes). `coords` are this rank's
     coordinates (row-major, last axis fastest); `group(axis)` the name of the axis's
     MPIGroup in hal's registry, `groups[axis]` the group, `comm(axis)` its communicator;
-    `node` the ranks on this node. `debug`, `timeout` and `cost` go to every group (see
-    MPIGroup); cost="calibrate" is the model `cost.load_or_calibrate` gives (the JSON stored
-    for this job's ranks and nodes, else calibrated now and stored). `close()` (or leaving a
-    `with` block) unregisters the groups and frees the communicators.
+    `node` the ranks on this node. `debug` (default on, unless HAL_PARALLEL_DEBUG=0),
+    `timeout` and `cost` go to every group (see MPIGroup); cost="calibrate" is the model
+    `cost.load_or_calibrate` gives (the JSON stored for this job's ranks and nodes, else
+    calibrated now and stored). `abort_on_error` (default on, unless
+    HAL_PARALLEL_ABORT_ON_ERROR=0): with more than one rank, an uncaught exception on any
+    rank, or a nonzero `sys.exit` inside the mesh's `with` block, aborts the whole job with
+    that rank's reason (see the module docstring). `close()` (or leaving a `with` block)
+    unregisters the groups and frees the communicators.
     """
 
-    def __init__(self, shape, names, comm=None, *, debug: bool = False,
-                 timeout: float | None = None, cost=None):
+    def __init__(self, shape, names, comm=None, *, debug: bool | None = None,
+                 timeout: float | None = None, cost=None, abort_on_error: bool | None = None):
         MPI = _mpi()
         comm = MPI.COMM_WORLD if comm is None else comm
         self.shape, self.names = _layout(shape, names, comm.Get_size())
         timeout = _timeout(timeout)  # refused before any communicator is made
+        self.abort_on_error = _flag(abort_on_error, "HAL_PARALLEL_ABORT_ON_ERROR") \
+            and comm.Get_size() > 1
+        if self.abort_on_error:
+            abort_on_uncaught_exceptions()
         if isinstance(cost, str):
             if cost != "calibrate":
                 raise hal.HalError(f"Mesh: cost is a CostModel, None or 'calibrate', got "
@@ -377,7 +390,11 @@ class Mesh:
     def __enter__(self) -> Mesh:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, value, tb) -> None:
+        if self.abort_on_error and isinstance(value, SystemExit) and value.code not in (None, 0):
+            status = value.code if isinstance(value.code, int) else 1
+            abort_job(rank_message(f"sys.exit({value.code!r}) inside a Mesh block; aborting the "
+                                   "job so that no rank waits for this one"), status)
         self.close()
 
     def __repr__(self) -> str:
@@ -418,10 +435,11 @@ def _summable(x: np.ndarray) -> np.ndarray:
     return np.require(x, requirements="C")
 
 
-@functools.cache
-def _dtype_name(dtype: np.dtype) -> str:
-    """dtype.name, remembered (numpy computes it in Python, slowly)."""
-    return dtype.name
+@functools.lru_cache(maxsize=4096)
+def _checksum(op: str, dtype: np.dtype, shape: tuple[int, ...], detail: str) -> int:
+    """A checksum of a collective's op, dtype, shape and parameters, remembered (the debug
+    check compares it across the ranks on every call)."""
+    return zlib.crc32(repr((op, dtype.name, shape, detail)).encode())
 
 
 def _raw(x: np.ndarray) -> np.ndarray:
@@ -437,8 +455,11 @@ def _vector(op: str, x) -> np.ndarray:
     return x
 
 
-def _env_debug() -> bool:
-    return os.environ.get("HAL_PARALLEL_DEBUG", "").strip() not in ("", "0")
+def _flag(value: bool | None, variable: str) -> bool:
+    """value, or when None the environment variable (unset: on; 0, false, no, off: off)."""
+    if value is not None:
+        return bool(value)
+    return os.environ.get(variable, "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def _timeout(timeout: float | None) -> float | None:

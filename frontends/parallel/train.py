@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 import traceback
 from pathlib import Path
 
 from hal import HalError
 
+from .abort import abort_job
 from .corpus import TrainConfigError
 from .trainer import DEFAULTS, train
 from .training_scripts import side_by_side
@@ -70,9 +70,7 @@ def _abort(comm, message: str, code: int, everywhere: bool = False) -> None:
     """Print why this rank (or, `everywhere`, every rank) fails, then end every rank."""
     where = "" if everywhere or comm.Get_size() == 1 else \
         f"rank {comm.Get_rank()} of {comm.Get_size()}: "
-    print(f"hal train: {where}{message}", file=sys.stderr, flush=True)
-    time.sleep(1.0)  # let the process manager forward the message before the job is killed
-    comm.Abort(code)
+    abort_job(f"hal train: {where}{message}", code)
 
 
 def _options(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +93,9 @@ def _options(parser: argparse.ArgumentParser) -> None:
     add("--seed", type=int, default=d["seed"])
     add("--dtype", default=d["dtype"])
     add("--eager", action="store_true", help="run the step op by op instead of hal.jit")
-    add("--debug", action="store_true", help="check every collective across the ranks")
+    add("--debug", action=argparse.BooleanOptionalAction, default=d["debug"],
+        help="compare every collective's op, shape and dtype across the ranks first "
+             "(default on, unless HAL_PARALLEL_DEBUG=0; --no-debug for speed)")
     add("--timeout", type=float, default=d["timeout"],
         help="abort the job when a collective takes longer than this (seconds)")
     add("--log-every", dest="log_every", type=int, default=d["log_every"])

@@ -31,10 +31,28 @@ from .language_model import VOCAB, LanguageModel, cross_entropy, generate
 DEFAULTS = {
     "steps": 200, "batch": 8, "seq": 64, "dim": 128, "layers": 2, "heads": 4, "lr": 3e-3,
     "dp": None, "tp": 1, "zero": 0, "bucket_mb": 25.0, "seed": 0, "dtype": "float32",
-    "optimizer": "adamw", "eager": False, "debug": False, "timeout": None, "log_every": 20,
+    "optimizer": "adamw", "eager": False, "debug": None, "timeout": None, "log_every": 20,
     "sample": 120, "prompt": "The memory ",
 }
-"""The keys of a `train` config; dp None means all ranks not used by tp."""
+"""The keys of a `train` config; dp None means all ranks not used by tp, debug None the
+Mesh's default (the check on, unless HAL_PARALLEL_DEBUG=0)."""
+
+
+def check_same_on_every_rank(config: Mapping, comm) -> None:
+    """TrainConfigError on every rank of `comm` when its ranks were given different configs,
+    naming each differing option and its value on each rank. Collective (one allgather):
+    call it before any other collective, which different configs could leave waiting."""
+    configs = comm.allgather({**DEFAULTS, **config})
+    keys = dict.fromkeys(key for c in configs for key in c)  # DEFAULTS' order, then the rest
+    differing = []
+    for key in keys:
+        values = [repr(c[key]) if key in c else "unset" for c in configs]
+        if len(set(values)) > 1:
+            differing.append(f"--{key.replace('_', '-')} " + ", ".join(
+                f"{value} on rank {rank}" for rank, value in enumerate(values)))
+    if differing:
+        raise TrainConfigError("cannot train: the ranks were given different options: "
+                               + "; ".join(differing) + "; start every rank with the same ones")
 
 
 def check_config(config: Mapping, ranks: int) -> dict:
@@ -104,7 +122,9 @@ class Trainer:
         from .mesh import Mesh
 
         comm = MPI.COMM_WORLD if comm is None else comm
-        self.config = c = check_config(dict(config or {}), comm.Get_size())
+        config = dict(config or {})
+        check_same_on_every_rank(config, comm)
+        self.config = c = check_config(config, comm.Get_size())
         self.dp, self.tp = dp, tp = c["dp"], c["tp"]
         self.mesh = Mesh((dp, tp), ("dp", "tp"), comm, debug=c["debug"], timeout=c["timeout"])
         model = LanguageModel(VOCAB, c["dim"], c["heads"], c["layers"], c["seq"],

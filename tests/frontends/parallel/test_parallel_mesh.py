@@ -3,6 +3,8 @@ debug mode and the timeout watchdog."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -245,7 +247,7 @@ def test_one_rank_mesh_and_refused_layouts(run_ranks):
     assert report["timeout"] == 5.0 and report["watchdog_after_close"] is False
 
 
-def test_debug_mode_reports_a_mismatch_on_every_rank(run_ranks):
+def test_debug_check_is_on_by_default_and_reports_a_mismatch_on_every_rank(run_ranks):
     reports = run_ranks(2, '''
         import os
         import numpy as np
@@ -254,7 +256,7 @@ def test_debug_mode_reports_a_mismatch_on_every_rank(run_ranks):
 
         rank = MPI.COMM_WORLD.Get_rank()
         messages = []
-        with Mesh((2,), ("dp",), debug=True) as mesh:
+        with Mesh((2,), ("dp",)) as mesh:
             g = mesh.groups["dp"]
             g.all_reduce(np.ones((4, 8), np.float32))
             try:
@@ -264,24 +266,27 @@ def test_debug_mode_reports_a_mismatch_on_every_rank(run_ranks):
                     g.all_gather(np.ones((4, 4), np.float32), 0)
             except hal.HalError as e:
                 messages.append(str(e))
-        os.environ["HAL_PARALLEL_DEBUG"] = "1"
-        with Mesh((2,), ("dp",)) as mesh:
-            try:
+            try:  # a shape mismatch: without the check, MPICH's "Message truncated" abort
                 hal.collectives.all_reduce(hal.asarray(np.ones((2 + rank, 3))),
                                            group=mesh.group("dp"))
             except hal.HalError as e:
                 messages.append(str(e))
-            after = mesh.groups["dp"].all_reduce(np.ones(3)).tolist()
-        emit({"messages": messages, "after": after})
+            after = g.all_reduce(np.ones(3)).tolist()
+        off = [Mesh((2,), ("dp",), debug=False).groups["dp"].debug]
+        os.environ["HAL_PARALLEL_DEBUG"] = "0"
+        off.append(Mesh((2,), ("dp",)).groups["dp"].debug)
+        emit({"messages": messages, "after": after, "off": off})
     ''', env=CPU)
     for report in reports:
         op, shape = report["messages"]
         assert op.startswith("group 'mesh0.dp': collective #2 differs across its ranks (rank 0: "
                              "all_reduce float32(4, 8) algorithm=allreduce #2; rank 1: "
                              "all_gather float32(4, 4) axis=0 #2)")
-        assert ("rank 0: all_reduce float64(2, 3) algorithm=allreduce #1; rank 1: all_reduce "
-                "float64(3, 3) algorithm=allreduce #1") in shape and "'mesh1.dp'" in shape
+        assert shape.startswith("group 'mesh0.dp': collective #3 differs across its ranks "
+                                "(rank 0: all_reduce float64(2, 3) algorithm=allreduce #3; "
+                                "rank 1: all_reduce float64(3, 3) algorithm=allreduce #3)")
         assert report["after"] == [2.0, 2.0, 2.0]  # the group still works afterwards
+        assert report["off"] == [False, False]
 
 
 def test_timeout_aborts_the_job_with_a_diagnostic(run_ranks):
@@ -298,6 +303,36 @@ def test_timeout_aborts_the_job_with_a_diagnostic(run_ranks):
             g.all_reduce(np.ones((4, 8), np.float32))
     ''', timeout=40, env=CPU, expect_failure=True)
     assert proc.returncode == 3, proc.stderr  # MPI_Abort's status, not the fixture's timeout
-    assert ("hal.parallel: rank 0 (rank 0 of 2 in group 'mesh0.dp'): all_reduce float32(4, 8) "
-            "algorithm=allreduce #2 has not completed after") in proc.stderr
+    assert ("hal.parallel: rank 0 of 2: all_reduce float32(4, 8) algorithm=allreduce #2 on group "
+            "'mesh0.dp' (as its rank 0 of 2) has not completed after") in proc.stderr
     assert "last completed: all_reduce float32(4, 8) algorithm=allreduce #1" in proc.stderr
+
+
+# Rank 1 fails before its first collective while rank 0 waits inside one: by an uncaught
+# exception anywhere, or by a nonzero sys.exit inside the mesh's with block.
+FAILS = {"raise": 'raise ValueError("rank 1 fails")', "exit": "sys.exit(3)"}
+
+
+@pytest.mark.parametrize("fault", FAILS)
+def test_a_failing_rank_aborts_the_job_with_its_reason(run_ranks, fault):
+    proc = run_ranks(2, f'''
+        import numpy as np
+        from frontends.parallel.mesh import Mesh
+
+        with Mesh((2,), ("dp",), abort_on_error=False):  # opted out: the hook is not set
+            print("hook kept:", sys.excepthook is sys.__excepthook__, flush=True)
+        with Mesh((2,), ("dp",)) as mesh:
+            if mesh.rank == 1:
+                {FAILS[fault]}
+            mesh.groups["dp"].all_reduce(np.ones(4))
+    ''', timeout=30, env=CPU, expect_failure=True)
+    assert proc.stdout.count("hook kept: True") == 2
+    if fault == "raise":
+        assert proc.returncode == 1, proc.stderr  # MPI_Abort's status, not the timeout's
+        assert re.search(r"hal\.parallel: rank 1 of 2: uncaught ValueError at \S*rank_script\.py:"
+                         r"\d+: rank 1 fails; aborting the job", proc.stderr), proc.stderr
+        assert 'raise ValueError("rank 1 fails")' in proc.stderr  # the traceback
+    else:
+        assert proc.returncode == 3, proc.stderr
+        assert ("hal.parallel: rank 1 of 2: sys.exit(3) inside a Mesh block; aborting the job"
+                in proc.stderr)

@@ -13,7 +13,7 @@ import hal
 from frontends.parallel.corpus import TrainConfigError, batches
 from frontends.parallel.language_model import LanguageModel, cross_entropy, generate
 from frontends.parallel.train import register, run
-from frontends.parallel.trainer import check_config
+from frontends.parallel.trainer import check_config, check_same_on_every_rank
 from frontends.parallel.training_scripts import annotation_lines, side_by_side
 
 CPU = {"HAL_DEVICE": "cpu"}  # no probing of the other backends in the ranks
@@ -65,6 +65,28 @@ def test_bad_configs_are_refused_with_the_reason():
             check_config(config, ranks)
         assert message in str(caught.value)
     assert check_config({"tp": 2}, 4)["dp"] == 2
+
+
+class Gathered:
+    """A stand-in communicator whose allgather returns the given configs, one per rank."""
+
+    def __init__(self, *configs):
+        self.configs = configs
+
+    def allgather(self, mine):
+        return [{**mine, **c} for c in self.configs]
+
+
+def test_options_that_differ_across_ranks_are_named_with_each_rank_value():
+    check_same_on_every_rank({"lr": math.nan}, Gathered({}, {}))  # equal, nan too
+    with pytest.raises(TrainConfigError) as caught:
+        check_same_on_every_rank({}, Gathered({"steps": 2}, {"steps": 3, "bucket_mb": 0.5},
+                                              {"steps": 2, "width": 3}))
+    assert str(caught.value) == (
+        "cannot train: the ranks were given different options: --steps 2 on rank 0, 3 on "
+        "rank 1, 2 on rank 2; --bucket-mb 25.0 on rank 0, 0.5 on rank 1, 25.0 on rank 2; "
+        "--width unset on rank 0, unset on rank 1, 3 on rank 2; start every rank with the "
+        "same ones")
 
 
 def test_hal_train_is_a_subcommand():
@@ -140,6 +162,22 @@ def test_bad_options_end_every_rank_with_the_message(run_ranks):
     ''', env=CPU, timeout=30, expect_failure=True)
     assert proc.returncode != 0
     message = "cannot train: --dp 2 x --tp 2 = 4 ranks, but this job has 2 (mpiexec -n 2)"
+    assert proc.stderr.count(message) == 1  # said once, by rank 0
+
+
+@pytest.mark.mpi
+def test_options_differing_across_ranks_end_the_job_with_the_message(run_ranks):
+    # without the comparison, rank 1 alone refuses float128 and waits while rank 0 goes on
+    proc = run_ranks(2, '''
+        from frontends.parallel.train import main
+        rank = MPI.COMM_WORLD.Get_rank()
+        main(["--steps", str(2 + rank), "--dtype", ["float32", "float128"][rank], "--timeout",
+              "10", "--dim", "32", "--heads", "2", "--layers", "1", "--seq", "16"])
+    ''', env=CPU, timeout=30, expect_failure=True)
+    assert proc.returncode == 2, proc.stderr
+    message = ("hal train: cannot train: the ranks were given different options: --steps 2 on "
+               "rank 0, 3 on rank 1; --dtype 'float32' on rank 0, 'float128' on rank 1; start "
+               "every rank with the same ones")
     assert proc.stderr.count(message) == 1  # said once, by rank 0
 
 

@@ -1,0 +1,59 @@
+"""Ending the whole MPI job when one rank fails, with that rank's reason.
+
+MPI knows no failed rank: when one rank stops issuing collectives (an uncaught exception, a
+nonzero `sys.exit`, a collective the others do not issue) the others wait in their next
+collective forever, and an exiting rank waits for them in MPI_Finalize. `abort_job` prints
+the reason and ends every rank (MPI_Abort on COMM_WORLD); `abort_on_uncaught_exceptions`
+makes every exception that reaches the top of a rank's main thread do so. A `Mesh` over
+more than one rank installs it unless told not to (`abort_on_error=False` or
+HAL_PARALLEL_ABORT_ON_ERROR=0).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+
+ABORT_GRACE_S = 1.0  # between the message and the abort: the process manager forwards it
+_hooked = False  # whether abort_on_uncaught_exceptions has installed its hook
+
+
+def rank_message(reason: str) -> str:
+    """`hal.parallel: rank R of P: reason`, R and P this rank's in COMM_WORLD."""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    return f"hal.parallel: rank {world.Get_rank()} of {world.Get_size()}: {reason}"
+
+
+def abort_job(message: str, status: int) -> None:
+    """Write `message` to stderr, wait ABORT_GRACE_S for the process manager to forward it,
+    then end every rank of the job (this one too) with exit status `status`."""
+    from mpi4py import MPI
+
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+    time.sleep(ABORT_GRACE_S)
+    MPI.COMM_WORLD.Abort(status)
+
+
+def abort_on_uncaught_exceptions() -> None:
+    """From now on an exception that reaches the top of this rank's main thread prints its
+    traceback (by the hook installed before), then a line naming the rank, the exception
+    and where it was raised, and aborts the job with status 1. Installs once."""
+    global _hooked
+    if _hooked:
+        return
+    _hooked = True
+    previous = sys.excepthook
+
+    def abort_after(kind, value, tb) -> None:
+        previous(kind, value, tb)
+        frames = traceback.extract_tb(tb)
+        where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+        abort_job(rank_message(
+            f"uncaught {kind.__name__}{where}: {value}; aborting the job so that no rank "
+            "waits for this one (HAL_PARALLEL_ABORT_ON_ERROR=0 lets a rank end alone)"), 1)
+
+    sys.excepthook = abort_after
