@@ -22,7 +22,7 @@ from ..runtime import dtypes as dt
 from ..runtime.device import Device
 from ..runtime.errors import HalError, KernelError, UnsupportedDType
 from ..tensor import Tensor
-from .compare import mismatch
+from .compare import element_bytes, mismatch
 from .inputs import Case
 from .large_inputs import large_cases
 from .records import FAIL, FALLBACK, PASS, UNSUPPORTED, Cell
@@ -162,17 +162,12 @@ def _changed(watched: list[tuple]) -> str:
     """A problem naming the first operand whose bytes the call changed."""
     for i, tensor, old in watched:
         new = tensor.numpy()
-        differs = (_items(old) != _items(new)).any(axis=1)
+        differs = (element_bytes(old) != element_bytes(new)).any(axis=1)
         if differs.any():
             at = tuple(int(k) for k in np.unravel_index(int(np.argmax(differs)), old.shape))
             return (f"operand {i} changed during the call (at {at}: {old[at]!r} became "
                     f"{new[at]!r}); an op must not write into its inputs")
     return ""
-
-
-def _items(a: np.ndarray) -> np.ndarray:
-    """The bytes of each element, one row per element (NaN payloads and -0.0 compare too)."""
-    return np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(a.size, a.dtype.itemsize)
 
 
 def _promoted(spec: ops.OpSpec, args: list) -> list:

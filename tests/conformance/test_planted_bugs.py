@@ -77,6 +77,16 @@ def _negated_fused(body):
     return lambda *natives: np.negative(fn(*natives))
 
 
+def _upload_0d_as_1d(device, array):
+    return np.array(array).reshape(-1) if np.ndim(array) == 0 else np.array(array)
+
+
+def _download_ignoring_strides(device, native):
+    base = native.base if native.base is not None else native
+    flat = np.frombuffer(np.ascontiguousarray(base).tobytes(), native.dtype)
+    return flat[:native.size].reshape(native.shape).copy()
+
+
 class _CountsAsList(Negated):
     """Right results, but counts() is not a mapping."""
 
@@ -96,6 +106,9 @@ PLANTS = [
           graphs=("random-0",), where="graph"),
     Plant("countsaslist", backend={"compile": lambda self, g, d: _CountsAsList(g, d)},
           graphs=("random-1",), where="graph"),
+    Plant("upload0d", device={"_upload": _upload_0d_as_1d}, where="memory"),
+    Plant("stridedownload", device={"_download": _download_ignoring_strides},
+          where="memory"),
 ]
 
 
@@ -128,6 +141,10 @@ def test_each_planted_bug_fails_where_it_is(name):
 def test_planted_bugs_fail_every_dtype_and_graph_they_touch():
     assert _failures(_report("compilenegates"), "graph") == ["random-0 graph", "kdv_step graph"]
     assert _failures(_report("fusednegates"), "graph") == ["random-0 fused"]
+    (upload,) = _failures(_report("upload0d"), "memory")
+    assert upload.startswith("bool 0-d () round trip: came back bool(1,), sent bool()")
+    (download,) = _failures(_report("stridedownload"), "memory")
+    assert download.startswith("bool every other (6, 4) round trip: changed the bytes")
 
 
 def test_the_kit_catches_every_planted_bug():
