@@ -1,12 +1,12 @@
 """The op cells: one op x dtype on the device against the numpy reference.
 
-A cell runs a few large inputs and hypothesis-drawn ones and ends as pass, fail (with a
-repro snippet), fallback (correct, but ran on the CPU) or unsupported (the device declares
-the dtype unsupported and the op says so with UnsupportedDType), and records how the op
-itself ran: the device's kernel, the composite's decomposition, or the CPU fallback. A
-cell fails when the result differs from the reference, when an operand changed during the
-call, when a kernel raised, and when the device registers a kernel for the op but
-something else ran.
+A cell runs a few large inputs, a few edge values and hypothesis-drawn ones and ends as
+pass, fail (with a repro snippet), fallback (correct, but ran on the CPU) or unsupported
+(the device declares the dtype unsupported and the op says so with UnsupportedDType), and
+records how the op itself ran: the device's kernel, the composite's decomposition, or the
+CPU fallback. A cell fails when the result differs from the reference, when an operand
+changed during the call, when a kernel raised, and when the device registers a kernel for
+the op but something else ran.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ..runtime.device import Device
 from ..runtime.errors import HalError, KernelError, UnsupportedDType
 from ..tensor import Tensor
 from .compare import element_bytes, mismatch
+from .edge_inputs import edge_cases
 from .inputs import Case
 from .large_inputs import large_cases
 from .records import FAIL, FALLBACK, PASS, UNSUPPORTED, Cell
@@ -33,8 +34,9 @@ _HOW = ("kernel", "decomposed", "fallback")  # how an op ran, best first
 
 
 def check_cell(device: Device, spec: ops.OpSpec, d: np.dtype, examples: int = 20) -> Cell:
-    """Run the large inputs and hypothesis-drawn ones of one op x dtype on the device and
-    classify the cell; `ran` says how the op itself ran (the worst over the inputs)."""
+    """Run the large inputs, the edge values and hypothesis-drawn inputs of one op x dtype
+    on the device and classify the cell; `ran` says how the op itself ran (the worst over
+    the inputs)."""
     from hypothesis import HealthCheck, example, given, settings
 
     start = time.perf_counter()
@@ -56,7 +58,8 @@ def check_cell(device: Device, spec: ops.OpSpec, d: np.dtype, examples: int = 20
         if problem:
             raise AssertionError(problem)
 
-    for case in large_cases(spec, d):  # explicit examples: they run whatever `examples` is
+    # explicit examples: they run whatever `examples` is
+    for case in [*large_cases(spec, d), *edge_cases(spec, d)]:
         prop = example(case)(prop)
     prop = settings(max_examples=examples, deadline=None, database=None, derandomize=True,
                     suppress_health_check=list(HealthCheck), print_blob=False)(

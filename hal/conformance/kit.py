@@ -5,11 +5,11 @@ Layers: discover (the plugin loads, says whether it is available), open (a devic
 its capabilities), then the checks of `DEVICE_LAYERS` on that device: memory (host round
 trips of every dtype at every kind of shape, strided views downloaded, allocator
 accounting) and timing (events bracket work and agree with the host clock). Then the op
-cells (`cells.py`): a few large inputs and hypothesis-drawn
-ones of each op x dtype on the device vs the numpy reference, each ending as pass, fail
-(with a repro snippet), fallback or unsupported. Then the jit cells (`graphs.py`): the
-graph workloads jitted on the device against eager and the reference, each saying which
-path the graph took.
+cells (`cells.py`): a few large inputs, edge values and hypothesis-drawn ones of each op x
+dtype on the device vs the numpy reference, each ending as pass, fail (with a repro
+snippet), fallback or unsupported. Then the jit cells (`graphs.py`): the graph workloads
+jitted on the device against eager and the reference, each saying which path the graph
+took.
 """
 
 from __future__ import annotations

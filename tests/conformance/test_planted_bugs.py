@@ -9,6 +9,7 @@ asserts the catch rate is all of them.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -87,6 +88,26 @@ def _download_ignoring_strides(device, native):
     return flat[:native.size].reshape(native.shape).copy()
 
 
+def _naive_abs(x):
+    return np.sqrt(x.real * x.real + x.imag * x.imag)
+
+
+def _widened_naive_abs(x):
+    """Squares in float64 (no overflow for complex64), but inf + NaN j gives NaN."""
+    wide = x.astype(np.complex128)
+    return np.sqrt(wide.real**2 + wide.imag**2).astype(x.real.dtype)
+
+
+def _tanh_gelu(x, *, approximate="none"):
+    y = x.astype(np.float32)
+    inner = math.sqrt(2 / math.pi) * (y + 0.044715 * y**3)
+    return (0.5 * y * (1 + np.tanh(inner))).astype(x.dtype)
+
+
+def _nan_skipping_max(x, *, axis=None, keepdims=False):
+    return np.asarray(np.nanmax(x, axis=axis, keepdims=keepdims), dtype=x.dtype)
+
+
 class _CountsAsList(Negated):
     """Right results, but counts() is not a mapping."""
 
@@ -109,6 +130,14 @@ PLANTS = [
     Plant("upload0d", device={"_upload": _upload_0d_as_1d}, where="memory"),
     Plant("stridedownload", device={"_download": _download_ignoring_strides},
           where="memory"),
+    Plant("naiveabs", kernels={"abs": _naive_abs}, dtypes=("complex64", "complex128"),
+          ops=("abs",), where="cell"),
+    Plant("wideabs", kernels={"abs": _widened_naive_abs}, dtypes=("complex64",),
+          ops=("abs",), where="cell"),
+    Plant("tanhgelu", kernels={"gelu": _tanh_gelu}, dtypes=("float16", "bfloat16"),
+          ops=("gelu",), where="cell"),
+    Plant("nanmax", kernels={"max": _nan_skipping_max}, dtypes=("float32", "float64"),
+          ops=("max",), where="cell"),
 ]
 
 
@@ -139,6 +168,9 @@ def test_each_planted_bug_fails_where_it_is(name):
 
 
 def test_planted_bugs_fail_every_dtype_and_graph_they_touch():
+    assert _failures(_report("tanhgelu"), "cell") == ["gelu float16", "gelu bfloat16"]
+    assert _failures(_report("naiveabs"), "cell") == ["abs complex64", "abs complex128"]
+    assert _failures(_report("nanmax"), "cell") == ["max float32", "max float64"]
     assert _failures(_report("compilenegates"), "graph") == ["random-0 graph", "kdv_step graph"]
     assert _failures(_report("fusednegates"), "graph") == ["random-0 fused"]
     (upload,) = _failures(_report("upload0d"), "memory")
