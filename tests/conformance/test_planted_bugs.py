@@ -104,6 +104,26 @@ def _tanh_gelu(x, *, approximate="none"):
     return (0.5 * y * (1 + np.tanh(inner))).astype(x.dtype)
 
 
+def _sum_off_by_one(x, *, axis=None, keepdims=False):
+    """Each reduced axis loses its last element."""
+    axes = range(x.ndim) if axis is None else np.atleast_1d(axis) % max(x.ndim, 1)
+    trimmed = x[tuple(slice(0, -1) if i in axes and x.shape[i] > 1 else slice(None)
+                      for i in range(x.ndim))]
+    return np.asarray(np.sum(trimmed, axis=axis, keepdims=keepdims), dtype=x.dtype)
+
+
+def _sum_in_float64(x, *, axis=None, keepdims=False):
+    """Accumulates in float64 and returns that, not the operand's dtype."""
+    return np.asarray(np.sum(x, axis=axis, keepdims=keepdims, dtype=np.float64))
+
+
+def _add_leading_aligned(a, b):
+    """Broadcasts by padding the shorter shape at the end instead of the front."""
+    n = max(a.ndim, b.ndim)
+    return np.add(a.reshape(a.shape + (1,) * (n - a.ndim)),
+                  b.reshape(b.shape + (1,) * (n - b.ndim)))
+
+
 def _nan_skipping_max(x, *, axis=None, keepdims=False):
     return np.asarray(np.nanmax(x, axis=axis, keepdims=keepdims), dtype=x.dtype)
 
@@ -138,6 +158,9 @@ PLANTS = [
           ops=("gelu",), where="cell"),
     Plant("nanmax", kernels={"max": _nan_skipping_max}, dtypes=("float32", "float64"),
           ops=("max",), where="cell"),
+    Plant("sumoffbyone", kernels={"sum": _sum_off_by_one}, ops=("sum",), where="cell"),
+    Plant("dtypedrift", kernels={"sum": _sum_in_float64}, ops=("sum",), where="cell"),
+    Plant("broadcastwrong", kernels={"add": _add_leading_aligned}, ops=("add",), where="cell"),
 ]
 
 
@@ -181,4 +204,4 @@ def test_planted_bugs_fail_every_dtype_and_graph_they_touch():
 
 def test_the_kit_catches_every_planted_bug():
     caught = [name for name in BY_NAME if not _report(name).ok]
-    assert caught == list(BY_NAME)
+    assert len(PLANTS) >= 10 and caught == list(BY_NAME)
