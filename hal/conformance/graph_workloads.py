@@ -19,7 +19,8 @@ from ..runtime.errors import HalError
 
 @dataclass(frozen=True)
 class GraphWorkload:
-    """A function of hal Tensors to jit, its host inputs (seeded) and the dtype it runs in."""
+    """A function of hal Tensors returning one Tensor, its host inputs (seeded, one array per
+    argument) and the dtype it runs in."""
 
     name: str
     fn: Callable
