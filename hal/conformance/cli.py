@@ -44,6 +44,7 @@ def conformance(args) -> int:
 
     from ..runtime.errors import HalError
     from ..runtime.registry import registry
+    from .graph_workloads import workload
     from .kit import run
     from .matrix import graph_table, layers, matrix
     from .records import FAIL
@@ -55,6 +56,8 @@ def conformance(args) -> int:
             raise HalError(f"--backend {spec!r}: give NAME or NAME:INDEX, e.g. opencl:1")
         registry.get(name)  # unknown or broken: a HalError naming the registered ones
         targets.append((name, int(index or 0)))
+    for name in args.graphs or ():
+        workload(name)  # unknown: a HalError naming the graphs, before anything runs
     # a log file or pipe gets a wide matrix rather than rich's 80 columns
     console = Console(stderr=args.json, width=None if sys.stdout.isatty() else 160)
     reports = []
