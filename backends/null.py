@@ -161,9 +161,12 @@ class NullBackend(hal.Backend):
 
     def compile(self, graph, device: NullDevice):
         """Vendor (optional, best left alone unless your runtime runs whole graphs): compile
-        a hal.jit graph into one executable (a runtime session, say). Returning None (the
-        default) gives hal's own: the graph lowered and fused, compile_fused asked per group,
-        and replayed without dispatch."""
+        a hal.jit graph into one executable (a runtime session, say): called with the input
+        Tensors it returns the output Tensors, and its counts() maps how it runs the nodes
+        ('compiled', or 'WAY:OP') to how many, which hal.placement() and benchmark results
+        record (hal.Backend.compile has the contract). Returning None (the default) gives
+        hal's own: the graph lowered and fused, compile_fused asked per group, and replayed
+        without dispatch."""
         return None
 
     def compile_fused(self, body, device: NullDevice):

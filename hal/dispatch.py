@@ -176,7 +176,7 @@ def observe(observer: Callable) -> Iterator[None]:
 
 
 # -- placement and fallback policy -----------------------------------------------------------
-@dataclass
+@dataclass(eq=False)  # a recorder is itself: nested blocks each remove their own
 class Placement:
     """Where ops ran while recording: (op, device, dtype, how); how: kernel/decomposed/fallback."""
 

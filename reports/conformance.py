@@ -1,10 +1,13 @@
 """Conformance results (`hal conformance --out FILE`) read as data, without importing hal.
 
 A file holds a JSON list with one object per certified backend: `backend`, `device`, `ok`,
-`host` (absent in older files), `layers` and `cells`, each cell an op x dtype with its
-`status` (pass, fail, fallback, unsupported), how the op ran (`ran`: kernel, decomposed,
-fallback) and the `error` of a failure. Files are told from results files by content: a
-conformance file is a JSON list, a results file is JSON objects.
+`host` (absent in older files), `layers`, `cells` and `graphs` (absent in older files),
+each cell an op x dtype with its `status` (pass, fail, fallback, unsupported), how the op
+ran (`ran`: kernel, decomposed, fallback) and the `error` of a failure; each graph a jit
+cell (a workload through `hal.jit`) with its `status`, the `path` it took (graph: the
+backend's compile; fused: compile_fused groups; replay) and its `error`. Files are told
+from results files by content: a conformance file is a JSON list, a results file is JSON
+objects.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class ConformanceRun:
     host: str = ""
     layers: list[dict[str, Any]] = field(default_factory=list)
     cells: list[dict[str, Any]] = field(default_factory=list)
+    graphs: list[dict[str, Any]] = field(default_factory=list)
 
 
 def is_conformance(path: Path) -> bool:
@@ -57,12 +61,20 @@ _REPORT_FIELDS = {
     "host": (str, "text", False),
     "layers": (list, "a list", False),
     "cells": (list, "a list", True),
+    "graphs": (list, "a list", False),
 }
 _CELL_FIELDS = {
     "op": (str, "text", True),
     "dtype": (str, "text", True),
     "status": (str, "text", True),
     "ran": (str, "text", False),
+    "error": (str, "text", False),
+}
+_GRAPH_FIELDS = {
+    "graph": (str, "text", True),
+    "dtype": (str, "text", True),
+    "status": (str, "text", True),
+    "path": (str, "text", False),
     "error": (str, "text", False),
 }
 _LAYER_FIELDS = {
@@ -94,15 +106,16 @@ def _report_problem(i: int, report: Any) -> str | None:
         problem = _problem(layer, _LAYER_FIELDS, f"item {i} layers[{j}]")
         if problem:
             return problem
-    for j, cell in enumerate(report["cells"]):
-        problem = _problem(cell, _CELL_FIELDS, f"item {i} cells[{j}]")
-        if problem:
-            return problem
-        if cell["status"] not in STATUSES:
-            return (
-                f"item {i} cells[{j}].status is {cell['status']!r}, not one of "
-                f"{', '.join(STATUSES)}"
-            )
+    for key, fields in (("cells", _CELL_FIELDS), ("graphs", _GRAPH_FIELDS)):
+        for j, cell in enumerate(report.get(key, [])):
+            problem = _problem(cell, fields, f"item {i} {key}[{j}]")
+            if problem:
+                return problem
+            if cell["status"] not in STATUSES:
+                return (
+                    f"item {i} {key}[{j}].status is {cell['status']!r}, not one of "
+                    f"{', '.join(STATUSES)}"
+                )
     return None
 
 
@@ -133,6 +146,7 @@ def read_conformance(path: Path) -> list[ConformanceRun]:
             host=r.get("host", ""),
             layers=r.get("layers", []),
             cells=r["cells"],
+            graphs=r.get("graphs", []),
         )
         for r in data
     ]
@@ -183,3 +197,32 @@ def cells_frame(runs: list[ConformanceRun]) -> pd.DataFrame:
         for c in r.cells
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+def jit_cells(run: ConformanceRun) -> str:
+    """The run's jit cells in one line: each graph with the path it took, and its status
+    where it did not pass ('kdv_step fused; random-0 graph (fail)')."""
+    return "; ".join(
+        f"{g['graph']} {g.get('path') or 'not run'}"
+        + ("" if g["status"] == "pass" else f" ({g['status']})")
+        for g in run.graphs
+    )
+
+
+def failed_graphs_frame(runs: list[ConformanceRun]) -> pd.DataFrame:
+    """Every failed jit cell as a row of the failures table: host, backend, device, op (`jit`
+    and the graph's name), dtype and error (with the path it took)."""
+    rows = [
+        {
+            "host": r.host.split(".")[0],
+            "backend": r.backend,
+            "device": r.device,
+            "op": f"jit {g['graph']}",
+            "dtype": g["dtype"],
+            "error": f"{g.get('path') or 'not run'}: {g.get('error', '')}",
+        }
+        for r in runs
+        for g in r.graphs
+        if g["status"] == "fail"
+    ]
+    return pd.DataFrame(rows, columns=["host", "backend", "device", "op", "dtype", "error"])

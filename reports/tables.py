@@ -7,7 +7,14 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.stats import geometric_mean, speedup
-from reports.conformance import CATEGORIES, ConformanceRun, category, cells_frame
+from reports.conformance import (
+    CATEGORIES,
+    ConformanceRun,
+    category,
+    cells_frame,
+    failed_graphs_frame,
+    jit_cells,
+)
 from reports.frame import KEY_COLUMNS, format_seconds
 
 # Marks a figure that includes CPU-fallback calls (measured under `--fallback warn/allow`).
@@ -332,6 +339,7 @@ def conformance_summary(runs: list[ConformanceRun]) -> pd.DataFrame:
                 "ok": r.ok,
                 "cells": len(r.cells),
                 **{c: int(cats.get(c, 0)) for c in CATEGORIES},
+                "jit cells (path)": jit_cells(r),
                 "failed layers": "; ".join(
                     f"{layer['name']}: {layer.get('detail', '')}"
                     for layer in r.layers
@@ -354,7 +362,8 @@ def conformance_fallback_ops(runs: list[ConformanceRun]) -> pd.DataFrame:
 
 
 def conformance_failures(runs: list[ConformanceRun]) -> pd.DataFrame:
-    """Every failed cell with its whole error."""
+    """Every failed cell, op or jit, with its whole error."""
     cells = cells_frame(runs)
-    failed = cells[cells["status"] == "fail"]
-    return failed[["host", "backend", "device", "op", "dtype", "error"]].reset_index(drop=True)
+    failed = cells[cells["status"] == "fail"][["host", "backend", "device", "op", "dtype", "error"]]
+    graphs = failed_graphs_frame(runs)
+    return pd.concat([f for f in (failed, graphs) if not f.empty] or [failed], ignore_index=True)

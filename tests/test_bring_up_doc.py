@@ -75,6 +75,10 @@ def test_the_commands_run(tmp_path):
         (tmp_path / "conformance.json").read_text()) for c in r["cells"]}
     assert (cells["add", "float32"]["status"], cells["add", "float32"]["ran"]) == ("pass",
                                                                                   "kernel")
+    graphs = {g["graph"]: g for r in json.loads((tmp_path / "conformance.json").read_text())
+              for g in r["graphs"]}
+    assert {(name, g["status"], g["path"]) for name, g in graphs.items()} == {
+        ("random-0", "pass", "replay"), ("transformer_block", "pass", "replay")}
     report = (tmp_path / "report" / "report.md").read_text()
     assert "numba" in report and "Conformance" in report
     published = list((tmp_path / "reference" / "numba").iterdir())

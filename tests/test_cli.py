@@ -58,6 +58,14 @@ def test_unknown_backend_exits_2_with_a_message(capsys):
     assert "unknown backend 'tpu'" in capsys.readouterr().err
 
 
+def test_unknown_graph_exits_2_before_anything_runs(capsys, monkeypatch):
+    ran = []
+    monkeypatch.setattr("hal.conformance.kit.run", lambda *a, **k: ran.append(a))
+    assert main(["conformance", "--backend", "null", "--graphs", "kdv"]) == 2
+    err = capsys.readouterr().err
+    assert "no graph named 'kdv'" in err and "kdv_step" in err and ran == []
+
+
 def test_console_script_runs():
     out = subprocess.run([sys.executable, "-m", "hal.cli", "--help"], capture_output=True,
                          text=True, check=True).stdout

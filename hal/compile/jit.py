@@ -107,8 +107,9 @@ class Jitted:
         return entry.graph
 
     def compiled(self, *args, **kwargs) -> Executable:
-        """The executable these arguments run (`Backend.compile`'s, else hal's, whose
-        `.graph` is lowered and fused for the device); `.counts()` says how its nodes run."""
+        """The executable these arguments run (`Backend.compile`'s in a
+        `pipeline.BackendExecutable`, else hal's, whose `.graph` is lowered and fused for the
+        device); `.counts()` says how its nodes run."""
         key, tensors = self._key(args, kwargs)
         entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
         if entry.executable is None:

@@ -1,12 +1,12 @@
 """The op cells: one op x dtype on the device against the numpy reference.
 
-A cell runs a few large inputs and hypothesis-drawn ones and ends as pass, fail (with a
-repro snippet), fallback (correct, but ran on the CPU) or unsupported (the device declares
-the dtype unsupported and the op says so with UnsupportedDType), and records how the op
-itself ran: the device's kernel, the composite's decomposition, or the CPU fallback. A
-cell fails when the result differs from the reference, when an operand changed during the
-call, when a kernel raised, and when the device registers a kernel for the op but
-something else ran.
+A cell runs a few large inputs, a few edge values and hypothesis-drawn ones and ends as
+pass, fail (with a repro snippet), fallback (correct, but ran on the CPU) or unsupported
+(the device declares the dtype unsupported and the op says so with UnsupportedDType), and
+records how the op itself ran: the device's kernel, the composite's decomposition, or the
+CPU fallback. A cell fails when the result differs from the reference, when an operand
+changed during the call, when a kernel raised, and when the device registers a kernel for
+the op but something else ran.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from ..runtime import dtypes as dt
 from ..runtime.device import Device
 from ..runtime.errors import HalError, KernelError, UnsupportedDType
 from ..tensor import Tensor
-from .compare import mismatch
+from .compare import element_bytes, mismatch
+from .edge_inputs import edge_cases
 from .inputs import Case
 from .large_inputs import large_cases
 from .records import FAIL, FALLBACK, PASS, UNSUPPORTED, Cell
@@ -33,8 +34,9 @@ _HOW = ("kernel", "decomposed", "fallback")  # how an op ran, best first
 
 
 def check_cell(device: Device, spec: ops.OpSpec, d: np.dtype, examples: int = 20) -> Cell:
-    """Run the large inputs and hypothesis-drawn ones of one op x dtype on the device and
-    classify the cell; `ran` says how the op itself ran (the worst over the inputs)."""
+    """Run the large inputs, the edge values and hypothesis-drawn inputs of one op x dtype
+    on the device and classify the cell; `ran` says how the op itself ran (the worst over
+    the inputs)."""
     from hypothesis import HealthCheck, example, given, settings
 
     start = time.perf_counter()
@@ -56,7 +58,8 @@ def check_cell(device: Device, spec: ops.OpSpec, d: np.dtype, examples: int = 20
         if problem:
             raise AssertionError(problem)
 
-    for case in large_cases(spec, d):  # explicit examples: they run whatever `examples` is
+    # explicit examples: they run whatever `examples` is
+    for case in [*large_cases(spec, d), *edge_cases(spec, d)]:
         prop = example(case)(prop)
     prop = settings(max_examples=examples, deadline=None, database=None, derandomize=True,
                     suppress_health_check=list(HealthCheck), print_blob=False)(
@@ -162,17 +165,12 @@ def _changed(watched: list[tuple]) -> str:
     """A problem naming the first operand whose bytes the call changed."""
     for i, tensor, old in watched:
         new = tensor.numpy()
-        differs = (_items(old) != _items(new)).any(axis=1)
+        differs = (element_bytes(old) != element_bytes(new)).any(axis=1)
         if differs.any():
             at = tuple(int(k) for k in np.unravel_index(int(np.argmax(differs)), old.shape))
             return (f"operand {i} changed during the call (at {at}: {old[at]!r} became "
                     f"{new[at]!r}); an op must not write into its inputs")
     return ""
-
-
-def _items(a: np.ndarray) -> np.ndarray:
-    """The bytes of each element, one row per element (NaN payloads and -0.0 compare too)."""
-    return np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(a.size, a.dtype.itemsize)
 
 
 def _promoted(spec: ops.OpSpec, args: list) -> list:

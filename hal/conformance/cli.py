@@ -21,8 +21,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--backend", action="append", metavar="NAME[:INDEX]",
                    help="backend (device 0) or device to certify (repeatable; default: "
                         "device 0 of every available backend)")
-    c.add_argument("--ops", nargs="+", metavar="OP", help="only these ops")
+    c.add_argument("--ops", nargs="+", metavar="OP",
+                   help="only these ops (and no jit cells unless --graphs names some)")
     c.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
+    c.add_argument("--graphs", nargs="*", metavar="GRAPH",
+                   help="only these jit cells (kdv_step, transformer_block, taylor_exp_sin, "
+                        "random-0..3); with no name, none (default: all, none with --ops)")
     c.add_argument("--examples", type=positive_int, default=20,
                    help="hypothesis examples per cell (at least 1)")
     c.add_argument("--json", action="store_true", help="print the reports as JSON")
@@ -40,8 +44,9 @@ def conformance(args) -> int:
 
     from ..runtime.errors import HalError
     from ..runtime.registry import registry
+    from .graph_workloads import workload
     from .kit import run
-    from .matrix import layers, matrix
+    from .matrix import graph_table, layers, matrix
     from .records import FAIL
 
     targets = []
@@ -51,6 +56,8 @@ def conformance(args) -> int:
             raise HalError(f"--backend {spec!r}: give NAME or NAME:INDEX, e.g. opencl:1")
         registry.get(name)  # unknown or broken: a HalError naming the registered ones
         targets.append((name, int(index or 0)))
+    for name in args.graphs or ():
+        workload(name)  # unknown: a HalError naming the graphs, before anything runs
     # a log file or pipe gets a wide matrix rather than rich's 80 columns
     console = Console(stderr=args.json, width=None if sys.stdout.isatty() else 160)
     reports = []
@@ -61,8 +68,8 @@ def conformance(args) -> int:
             def progress(i, n, label, task=task, bar=bar, name=name):
                 bar.update(task, total=n, completed=i, description=f"{name}: {label}")
 
-            reports.append(run(name, ops_=args.ops, dtypes=args.dtypes, index=index,
-                                   examples=args.examples, progress=progress))
+            reports.append(run(name, ops_=args.ops, dtypes=args.dtypes, graphs=args.graphs,
+                               index=index, examples=args.examples, progress=progress))
     results = json.dumps([{**r.to_dict(), "host": platform.node()} for r in reports], indent=2)
     if args.out is not None:
         try:
@@ -78,12 +85,15 @@ def conformance(args) -> int:
             console.print(layers(r))
             if r.cells:
                 console.print(matrix(r))
-            for cell in r.cells:
-                if cell.status == FAIL:
-                    console.print(f"[bold red]FAIL[/] {r.backend} {cell.op} {cell.dtype}: "
-                                  f"{escape(cell.error)}")
-                    if cell.repro:
-                        console.print(cell.repro, markup=False, highlight=False)
+            if r.graphs:
+                console.print(graph_table(r))
+            failed = [(f"{c.op} {c.dtype}", c) for c in r.cells if c.status == FAIL] + \
+                [(f"jit {g.graph} {g.dtype}", g) for g in r.graphs if g.status == FAIL]
+            for what, cell in failed:
+                console.print(f"[bold red]FAIL[/] {r.backend} {escape(what)}: "
+                              f"{escape(cell.error)}")
+                if cell.repro:
+                    console.print(cell.repro, markup=False, highlight=False)
     if args.out is not None:
         console.print(f"conformance results in {escape(str(args.out))}")
     return 0 if all(r.ok for r in reports) else 1

@@ -1,4 +1,5 @@
-"""Comparing a backend's result with the reference: dtype, shape, NaN/inf positions, tolerance."""
+"""Comparing a backend's result with the reference: dtype, shape, NaN/inf positions, tolerance;
+and element by element, byte for byte."""
 
 from __future__ import annotations
 
@@ -56,3 +57,8 @@ def _compare_real(a, e, tolerance, bound) -> str:
         return (f"at {i}: {a[i]!r}, expected {e[i]!r}; error {err[i]:.3g} > {limit[i]:.3g} "
                 f"(rtol {rtol:g}, atol {atol:g})")
     return ""
+
+
+def element_bytes(a: np.ndarray) -> np.ndarray:
+    """The bytes of each element, one row per element (NaN payloads and -0.0 compare too)."""
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(a.size, a.dtype.itemsize)

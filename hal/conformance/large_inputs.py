@@ -73,7 +73,8 @@ def large_cases(spec: ops.OpSpec, d: np.dtype) -> list[Case]:
     case's origin is the expression that rebuilds it."""
     inputs = LARGE_INPUTS.get(spec.name)
     found = [] if inputs is None else inputs(np.random.default_rng(0), d)
-    origin = f"large_cases(hal.ops.spec({spec.name!r}), hal.dtype({d.name!r}))"
+    origin = f"hal.conformance.large_inputs.large_cases(hal.ops.spec({spec.name!r}), " \
+             f"hal.dtype({d.name!r}))"
     for i, case in enumerate(found):
         case.origin = f"{origin}[{i}]"
     return found

@@ -1,6 +1,9 @@
-"""The printed backend x op x dtype matrix of a conformance report (rich)."""
+"""The printed tables of a conformance report (rich): the backend x op x dtype matrix, the
+jit cells and the runtime layers."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 from .. import ops
 from ..runtime import dtypes as dt
@@ -41,6 +44,27 @@ def matrix(report: Report):
         row = [cells.get((spec.name, d)) for d in used]
         if any(row):
             table.add_row(spec.name, spec.kind, *["" if c is None else cell_symbol(c) for c in row])
+    return table
+
+
+def graph_table(report: Report):
+    """A rich Table of the jit cells: graph, dtype, status, the path it took, and its nodes
+    by how they run (the executable's counts, 'WAY:OP' keys summed per way)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"{report.backend}: jit cells (hal.jit vs eager vs the reference)",
+                  caption="path: graph (Backend.compile's executable), fused (groups compiled "
+                          "by compile_fused), replay (node by node)")
+    for column in ("graph", "dtype", "", "path", "nodes", "s"):
+        table.add_column(column)
+    for g in report.graphs:
+        ways = Counter()
+        for how, n in g.counts.items():
+            ways[how.split(":")[0]] += n
+        nodes = ", ".join(f"{how} {n}" for how, n in ways.items())
+        table.add_row(g.graph, g.dtype, SYMBOLS[g.status], g.path, escape(nodes),
+                      f"{g.seconds:.2f}")
     return table
 
 

@@ -1,5 +1,5 @@
-"""The records of a conformance run: a Cell per op x dtype, a Layer per runtime layer, the
-Report of one backend, and the statuses a cell ends in."""
+"""The records of a conformance run: a Cell per op x dtype, a GraphCell per jitted graph, a
+Layer per runtime layer, the Report of one backend, and the statuses a cell ends in."""
 
 from __future__ import annotations
 
@@ -23,6 +23,20 @@ class Cell:
 
 
 @dataclass
+class GraphCell:
+    """The outcome of one graph workload jitted on the device (graphs.py)."""
+
+    graph: str
+    dtype: str
+    status: str
+    path: str = ""  # graph (Backend.compile's executable), fused (compile_fused) or replay
+    counts: dict[str, int] = field(default_factory=dict)  # the executable's counts()
+    seconds: float = 0.0
+    error: str = ""
+    repro: str = ""
+
+
+@dataclass
 class Layer:
     """The outcome of one runtime-protocol layer."""
 
@@ -39,13 +53,14 @@ class Report:
     device: str | None = None
     layers: list[Layer] = field(default_factory=list)
     cells: list[Cell] = field(default_factory=list)
+    graphs: list[GraphCell] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
-        """True when every layer passed and no cell failed."""
-        return all(layer.ok for layer in self.layers) and all(c.status != FAIL
-                                                              for c in self.cells)
+        """True when every layer passed and no cell, op or graph, failed."""
+        return all(layer.ok for layer in self.layers) and all(
+            c.status != FAIL for c in [*self.cells, *self.graphs])
 
     def counts(self) -> dict[str, int]:
         """Cells per status."""
@@ -59,4 +74,5 @@ class Report:
         return {"backend": self.backend, "device": self.device, "ok": self.ok,
                 "seconds": round(self.seconds, 3), "counts": self.counts(),
                 "layers": [asdict(x) for x in self.layers],
-                "cells": [asdict(c) for c in self.cells]}
+                "cells": [asdict(c) for c in self.cells],
+                "graphs": [asdict(g) for g in self.graphs]}

@@ -18,8 +18,7 @@ def repro(device: Device, spec: ops.OpSpec, case: Case | None) -> str:
     lines = ["import numpy as np", "import hal", "from hal.dispatch import call",
              "nan, inf = float('nan'), float('inf')", f"dev = hal.device({device.name!r})"]
     if case.origin:
-        lines += ["from hal.conformance.large_inputs import large_cases",
-                  f"hosts = {case.origin}.args"]
+        lines += ["import hal.conformance", f"hosts = {case.origin}.args"]
     names = []
     for i, a in enumerate(case.args):
         if isinstance(a, np.ndarray):

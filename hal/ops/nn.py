@@ -141,7 +141,11 @@ declare("log_softmax", COMPOSITE, "nn", dt.REALS, _log_softmax_ref, _axis_meta("
         tolerance=LOOSE)
 declare("layer_norm", COMPOSITE, "nn", dt.REALS, _layer_norm_ref, _layer_norm_meta,
         promote=(0, 1, 2), tolerance=LOOSE)
-declare("gelu", COMPOSITE, "nn", dt.REALS, _gelu_ref, _gelu_meta, tolerance=LOOSE)
+# gelu's tail toward 0 (x < -2.5) is where its erf form and the tanh approximation part
+# (3% to 85% of the result); half precision computes it in float32, so its absolute
+# tolerance is float32's there too, and a tanh kernel for approximate='none' fails
+_GELU_TOLERANCE = {d: (r, min(a, LOOSE[dt.float32][1])) for d, (r, a) in LOOSE.items()}
+declare("gelu", COMPOSITE, "nn", dt.REALS, _gelu_ref, _gelu_meta, tolerance=_GELU_TOLERANCE)
 declare("silu", COMPOSITE, "nn", dt.REALS, ACTIVATIONS["silu"], unary_meta(same),
         tolerance=LOOSE)
 declare("sigmoid", COMPOSITE, "nn", dt.REALS, ACTIVATIONS["sigmoid"], unary_meta(same),

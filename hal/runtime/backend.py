@@ -52,7 +52,14 @@ class Backend:
         hal's own: the graph lowered, fused (asking `compile_fused` per group) and replayed
         without dispatch (hal/compile/pipeline.py). A backend whose runtime runs whole graphs
         (one session, say) returns an object that, called with the graph's input Tensors,
-        returns the output Tensors (a list), and whose `counts()` says how its nodes run.
+        returns the output Tensors (a list), and whose `counts()` returns a mapping of each
+        way it runs the graph's nodes ('compiled', an execution provider, or 'WAY:OP' for a
+        breakdown by op) to a number of nodes. That is the counts contract: inside
+        `hal.placement()` hal records every call as each node of the graph (op, dtype) run
+        on the device by those ways (joined with '+'), so `hal.placement()` and benchmark
+        results' `ops` show the graph's ops; an executable that reports its nodes itself
+        with `hal.dispatch.record` is left to do so. `hal conformance` checks the results
+        (its jit cells) and that `counts()` is such a mapping.
         """
         return None
 

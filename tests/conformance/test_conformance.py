@@ -1,4 +1,5 @@
-"""The conformance kit over every registered backend: runtime layers, then op x dtype cells.
+"""The conformance kit over every registered backend: runtime layers, op x dtype cells, then
+the jit cells (the graph workloads through hal.jit).
 
 A backend passes a cell when it computes the reference's answer on the device; the null
 backend (no kernels) must run every cell through the CPU fallback, correctly. A backend
@@ -18,6 +19,7 @@ import pytest
 import hal
 from hal import conformance as kit
 from hal import ops
+from hal.conformance.graph_workloads import WORKLOADS
 from hal.conformance.large_inputs import large_cases
 from hal.runtime.registry import registry
 
@@ -29,6 +31,7 @@ EXAMPLES = 10
 EXAMPLES_PER_BACKEND = {"tvm": 4, "onnxruntime": 4}
 BACKENDS = hal.backends()
 CELLS = [(b, s, d) for b in BACKENDS for s in ops.specs() for d in s.dtypes]
+GRAPHS = [(b, w) for b in BACKENDS for w in WORKLOADS]
 
 
 @functools.cache
@@ -72,6 +75,17 @@ def test_cell(backend, spec, dtype):
         declared = device.capabilities.unsupported
         assert spec.name in declared or dtype.name in declared or dtype.name not in \
             device.capabilities.dtypes
+
+
+@pytest.mark.parametrize(("backend", "graph"), GRAPHS, ids=[f"{b}-jit-{w.name}" for b, w in GRAPHS])
+def test_graph_cell(backend, graph):
+    _skip_unavailable(backend)
+    cell = kit.check_graph(hal.device(backend), graph)
+    assert cell.status != kit.FAIL, f"{cell.error}\n{cell.repro}"
+    if backend == "cpu":  # every group of these graphs compiles
+        assert (cell.status, cell.path) == (kit.PASS, "fused") and cell.counts["compiled"]
+    if backend == "null":  # no kernels, no graph hooks
+        assert (cell.status, cell.path) == (kit.FALLBACK, "replay")
 
 
 # -- fake backends the kit must fail ---------------------------------------------------------
@@ -240,4 +254,16 @@ def test_report_json_and_matrix_on_cpu():
     assert data["ok"] and data["counts"]["pass"] == len(report.cells) == 6 + 10
     assert {c["ran"] for c in data["cells"]} == {"kernel"}
     table = kit.matrix(report)
-    assert table.row_count == 2
+    assert table.row_count == 2 and data["graphs"] == []  # --ops without --graphs: none
+
+
+def test_jit_cells_in_the_report_with_a_repro_that_runs():
+    report = kit.run("cpu", ops_=[], graphs=["random-3", "transformer_block"])
+    data = json.loads(json.dumps(report.to_dict()))
+    assert [(g["graph"], g["dtype"], g["status"], g["path"]) for g in data["graphs"]] == [
+        ("random-3", "float32", "pass", "fused"), ("transformer_block", "float32", "pass",
+                                                   "fused")]
+    assert kit.graph_table(report).row_count == 2 and report.ok
+    exec(compile(report.graphs[0].repro, "<repro>", "exec"), {})  # the snippet runs
+    with pytest.raises(hal.HalError, match=r"no graph named 'kdv'.*kdv_step"):
+        kit.run("cpu", ops_=[], graphs=["kdv"])

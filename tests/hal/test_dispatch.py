@@ -27,6 +27,16 @@ def test_kernel_decomposition_and_fallback_are_recorded(cpu, null):
     assert where.records == [("exp", "cpu:0", "float64", "kernel")] and where.fallbacks == 0
 
 
+def test_nested_placements_each_record_and_close(cpu):
+    x = hal.asarray([1.0], device=cpu)
+    with hal.placement() as outer:
+        with hal.placement() as inner:  # empty, so equal in content to outer when it closes
+            pass
+        hal.exp(x)
+    assert outer.records == [("exp", "cpu:0", "float64", "kernel")] and inner.records == []
+    assert not hal.dispatch.recording()
+
+
 def test_fallback_policy_error_refuses(null):
     x = hal.asarray(np.ones(3), device=null)
     with hal.fallback_policy("error"), pytest.raises(hal.FallbackRefused) as info:

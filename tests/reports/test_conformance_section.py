@@ -79,6 +79,24 @@ def test_out_writes_the_json_and_still_prints_the_matrix(conformance_file, tmp_p
     printed = capsys.readouterr().out
     assert "add" in printed and str(out) in printed  # the matrix, then where the JSON went
     assert json.loads(out.read_text())[0]["cells"][0]["op"] == "add"
+    assert json.loads(out.read_text())[0]["graphs"] == []  # --ops: no jit cells unless named
+
+
+def test_jit_cells_in_the_json_the_printout_and_the_section(tmp_path, capsys):
+    out = tmp_path / "jit.json"
+    args = ["conformance", "--backend", "cpu", "--ops", "add", "--dtypes", "float32",
+            "--examples", "1", "--graphs", "random-3", "--out", str(out)]
+    assert hal_main(args) == 0
+    (graph,) = json.loads(out.read_text())[0]["graphs"]
+    assert (graph["graph"], graph["dtype"], graph["status"], graph["path"]) == (
+        "random-3", "float32", "pass", "fused")
+    assert graph["counts"]["compiled"] >= 1
+    printed = capsys.readouterr().out
+    assert "jit cells" in printed and "random-3" in printed and "fused" in printed
+    md = build_report([out], tmp_path / "o")[0].read_text()
+    section = _section(md, "Conformance")
+    summary = dict(zip(_row(section, "file"), _row(section, "jit.json"), strict=True))
+    assert summary["jit cells (path)"] == "random-3 fused"
 
 
 def test_conformance_section_counts(conformance_file, two_backend_run, tmp_path):
@@ -126,6 +144,12 @@ def test_failures_show_their_whole_error(tmp_path):
                         },
                         {"op": "fft", "dtype": "float32", "status": "unsupported"},
                     ],
+                    "graphs": [
+                        {"graph": "kdv_step", "dtype": "complex64", "status": "fail",
+                         "path": "graph", "error": "jit (graph) vs eager: at (0,): -1.0"},
+                        {"graph": "random-0", "dtype": "float32", "status": "pass",
+                         "path": "fused"},
+                    ],
                 }
             ]
         )
@@ -135,7 +159,11 @@ def test_failures_show_their_whole_error(tmp_path):
     assert error.replace("|", "\\|") in section
     summary = _row(section, "failing.json")
     assert summary[1:6] == ["lab1", "mychip", "mychip:0", "False", "2"]
-    assert summary[-3:] == ["1", "1", "timing: events ran backwards"]  # unsupported, fail
+    assert summary[-4:] == ["1", "1", "kdv_step graph (fail); random-0 fused",
+                            "timing: events ran backwards"]  # unsupported, fail, jit, layers
+    failure = next(line for line in section.splitlines() if "jit kdv_step" in line)
+    assert [cell.strip() for cell in failure.strip("|").split("|")][-3:] == [
+        "jit kdv_step", "complex64", "graph: jit (graph) vs eager: at (0,): -1.0"]
     assert "No measurements in these files." in md
     html = (tmp_path / "o" / "report.html").read_text()
     assert "x" * 300 + " | end of the error" in html
@@ -156,6 +184,11 @@ def test_failures_show_their_whole_error(tmp_path):
             "cells[0].status is 'maybe', not one of pass, fail, fallback, unsupported",
         ),
         ("[1, 2]", "item 0 is not an object"),
+        (
+            '[{"backend": "cpu", "device": "cpu:0", "ok": true, "cells": [], "graphs": '
+            '[{"graph": "kdv_step", "dtype": "complex64"}]}]',
+            "item 0 graphs[0] has no 'status'",
+        ),
     ],
 )
 def test_a_malformed_conformance_file_is_a_clear_error(tmp_path, capsys, content, problem):
