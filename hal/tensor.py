@@ -8,7 +8,7 @@ import numpy as np
 
 from .ops import shapes
 from .runtime import dtypes as dt
-from .runtime.errors import DeviceError, HalError, ShapeError
+from .runtime.errors import ArgumentError, DeviceError, HalError, ShapeError
 from .runtime.registry import resolve_device
 
 
@@ -137,3 +137,11 @@ class Tensor:
         raise HalError(
             "tensors are immutable: build a new one with hal.where, hal.concat or hal.pad"
         )
+
+
+def tensor_argument(op: str, x, name: str = "x") -> Tensor:
+    """x itself when it is a Tensor, else a HalError naming the op and what x was."""
+    if not isinstance(x, Tensor):
+        raise ArgumentError(f"{op}: {name} must be a hal Tensor, got {type(x).__name__}; "
+                            "hal.asarray makes one")
+    return x

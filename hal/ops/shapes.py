@@ -16,9 +16,22 @@ from ..runtime.errors import ShapeError
 MAX_RANK = 32  # tensors of more axes are refused (numpy's own limit is 64)
 
 
-def as_shape(shape) -> tuple[int, ...]:
-    """A shape argument (an int, or a sequence of ints) as a tuple of ints."""
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+def as_shape(op: str, shape) -> tuple[int, ...]:
+    """A shape argument (an int, or a sequence of ints) as a tuple of sizes >= 0, at most
+    MAX_RANK of them; ShapeError naming the op otherwise (2.5, "x", (-1,), (nan,))."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        if isinstance(shape, (str, bytes, dict)):
+            raise TypeError
+        sizes = tuple(operator.index(n) for n in shape)
+    except TypeError:
+        raise ShapeError(f"{op}: shape {shape!r} is not an int or a sequence of ints; give "
+                         "e.g. 3 or (2, 3)") from None
+    if any(n < 0 for n in sizes):
+        raise ShapeError(f"{op}: shape {sizes} has a negative size; sizes are 0 or more")
+    check_rank(op, sizes)
+    return sizes
 
 
 def axis(op: str, value, ndim: int) -> int:
