@@ -149,7 +149,8 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Tensor:
         arguments.within("arange", "the last value", start + (count - 1) * step, d)
     target = resolve_device(device)
     target.check_fits((count,), d, "arange")
-    return Tensor.from_host(np.arange(start, stop, step, dtype=d), target)
+    host = np.arange(start, stop, step, dtype=d) if count else np.empty(0, d)
+    return Tensor.from_host(host, target)
 
 
 def linspace(start, stop, /, num: int, *, endpoint: bool = True, dtype=None,
@@ -165,6 +166,8 @@ def linspace(start, stop, /, num: int, *, endpoint: bool = True, dtype=None,
                             f"dtype {d.name}; give a complex dtype")
     for name, value in zip(("start", "stop"), ends):
         arguments.within("linspace", name, value, d)
+    if not dt.is_integer(d):  # 2**70 is a float end, not an object array
+        ends = [e if isinstance(e, complex) else float(e) for e in ends]
     target = resolve_device(device)
     target.check_fits((num,), d, "linspace", host_bytes=num * 16)
     host = np.linspace(*ends, num, endpoint=endpoint, dtype=d)

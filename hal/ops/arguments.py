@@ -50,10 +50,10 @@ def real(op: str, name: str, value) -> int | float:
 
 
 def flag(op: str, name: str, value) -> bool:
-    """value as a bool (a Python or numpy bool only: 2.5 or 'yes' are not flags)."""
-    if not isinstance(value, (bool, np.bool_)):
+    """value, a Python bool (not 1, 'yes' or numpy.True_, which kernels may take apart)."""
+    if not isinstance(value, bool):
         raise ArgumentError(f"{op}: {name} must be True or False, got {_show(value)}")
-    return bool(value)
+    return value
 
 
 def fill_value(op: str, value, d: np.dtype) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..runtime import dtypes as dt
 from ..runtime.errors import ShapeError
-from . import shapes
+from . import arguments, shapes
 from .elementwise import erf_reference
 from .spec import COMPOSITE, LOOSE, ORDERED, declare, same, unary_meta
 
@@ -107,6 +107,9 @@ def _linear_ref(x, weight, bias=None, *, activation=None):
 
 
 def _sdpa_meta(q, k, v, *, causal=False, scale=None):
+    arguments.flag("scaled_dot_product_attention", "causal", causal)
+    if scale is not None:
+        arguments.real("scaled_dot_product_attention", "scale", scale)
     if q.ndim < 2 or k.ndim != q.ndim or v.ndim != q.ndim:
         raise ShapeError(
             "scaled_dot_product_attention: q, k, v must have one rank >= 2 (..., L, E), got "

@@ -109,3 +109,9 @@ def test_good_arguments_keep_numpys_values(cpu):
     for got, expected in cases:
         assert got.dtype == expected.dtype and got.shape == expected.shape
         np.testing.assert_array_equal(got.numpy(), expected)
+
+
+def test_ends_beyond_int64_are_numbers_not_objects(cpu):
+    np.testing.assert_array_equal(hal.linspace(-(2**70), 5, 3).numpy(),
+                                  np.linspace(-(2.0**70), 5, 3))
+    assert hal.arange(2**70, 1).shape == (0,)
