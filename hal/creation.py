@@ -160,7 +160,9 @@ def linspace(start, stop, /, num: int, *, endpoint: bool = True, dtype=None,
     num = arguments.integer("linspace", "num", num, minimum=0)
     endpoint = arguments.flag("linspace", "endpoint", endpoint)
     complex_ends = any(isinstance(e, complex) for e in ends)
-    d = dt.dtype(dtype) if dtype is not None else dt.complex128 if complex_ends else dt.float64
+    typed = [e for e in (start, stop) if isinstance(e, np.generic)]  # numpy's scalars count
+    d = dt.dtype(dtype if dtype is not None else np.result_type(*typed, 1j if complex_ends
+                                                                 else 1.0))
     if complex_ends and not dt.is_complex(d):
         raise ArgumentError(f"linspace: complex ends {start!r}, {stop!r} do not fit the real "
                             f"dtype {d.name}; give a complex dtype")
