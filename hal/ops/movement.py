@@ -107,9 +107,12 @@ declare("pad", PRIMITIVE, "movement", dt.ALL, _pad_ref, _pad_meta)
 
 
 def _roll_meta(x, *, shift, axis=None):
+    shifts = shapes.ints("roll", "shift", shift)
+    if axis is None and not isinstance(shift, (int, np.integer)):
+        raise ShapeError(f"roll: shift {shift!r} with axis None (the flattened tensor) must be "
+                         "one int; give axis a tuple as long as shift")
     if axis is not None:
-        shifts = (shift,) if isinstance(shift, int) else tuple(shift)
-        ax = (axis,) if isinstance(axis, int) else tuple(axis)
+        ax = shapes.ints("roll", "axis", axis)
         if len(shifts) != len(ax):
             raise ShapeError(f"roll: {len(shifts)} shifts for {len(ax)} axes")
         shapes.axes("roll", ax, x.ndim)

@@ -17,8 +17,9 @@ from .spec import COMPOSITE, LOOSE, ORDERED, declare, same, unary_meta
 
 def _axis_meta(name):
     def meta(x, *, axis=-1):
-        if x.ndim:
-            shapes.axis(name, axis, x.ndim)
+        if x.ndim and x.shape[shapes.axis(name, axis, x.ndim)] == 0:
+            raise ShapeError(f"{name}: axis {axis} of shape {tuple(x.shape)} is empty; it "
+                             "needs at least one element along the axis (its maximum)")
         return tuple(x.shape), x.dtype
 
     return meta

@@ -68,15 +68,28 @@ def test_wrong_kinds_of_arguments_are_hal_errors(make, error, words):
     assert words in str(caught.value)
 
 
-@pytest.mark.parametrize("device", ["cpu", "null"])
-def test_reduction_parameters_are_checked_before_any_kernel(device):
-    """The same refusal on a device whose kernel would accept a bad keepdims or a list axis
-    and one whose numpy kernel would fail on it."""
+@pytest.mark.parametrize("device", ["cpu", "null", "opencl"])
+def test_parameters_are_checked_before_any_kernel(device):
+    """One refusal on every device, where the opencl kernels accepted a bad keepdims, a list
+    axis, a softmax over nothing and a tuple shift of a flattened roll (answering what
+    numpy's refuse, or roll otherwise) and cpu's numpy kernels failed on some."""
+    if device not in hal.available_backends():
+        pytest.skip(f"{device} is not available here")
     x = X.to(device)
     with pytest.raises(hal.ArgumentError, match="keepdims"):
         hal.max(x, keepdims=2.5)
     with pytest.raises(hal.ShapeError, match="axis must be None"):
         hal.op("all", x, axis=[0])
+    with pytest.raises(hal.ShapeError, match=r"softmax: axis -1 of shape \(2, 0\) is empty"):
+        hal.nn.softmax(hal.zeros((2, 0), device=device))
+    with pytest.raises(hal.ShapeError, match="log_softmax: axis 0 of shape"):
+        hal.nn.log_softmax(hal.zeros((0,), device=device), axis=0)
+    with pytest.raises(hal.ShapeError, match="roll: shift \\(0, 1\\) with axis None"):
+        hal.nn.roll(V.to(device), (0, 1))
+    np.testing.assert_array_equal(hal.nn.roll(x, (1, 1), axis=(0, 1)).numpy(),
+                                  np.roll(X.numpy(), (1, 1), axis=(0, 1)))
+    np.testing.assert_array_equal(hal.nn.softmax(hal.zeros((0, 2), device=device)).numpy(),
+                                  np.zeros((0, 2)))
 
 
 def test_good_arguments_still_work():
