@@ -168,7 +168,8 @@ def broadcast_to(x, /, shape) -> Tensor:
 def slice(x, /, bounds) -> Tensor:
     """Strided slice: one (start, step, count) per axis; `x[a:b:c]` builds these for you."""
     if not isinstance(bounds, (list, tuple)):
-        raise ShapeError(f"slice: bounds must be one (start, step, count) per axis, got {bounds}")
+        raise ShapeError(f"slice: bounds must be one (start, step, count) per axis, got "
+                         f"{bounds!r}")
     return call(_SLICE, x, bounds=tuple(shapes.ints("slice", "bounds", b) for b in bounds))
 
 

@@ -75,14 +75,13 @@ def crash(point: EntryPoint) -> str | None:
         return json.loads(verdict_file.read_text())["crash"]
     except (OSError, ValueError, KeyError, TypeError):
         pass  # not probed yet (or an unreadable verdict): probe now
-    reason, lasting = _probe(point, dist.name, dist.version, verdict_file)
+    reason, lasting = _probe(point, f"{dist.name} {dist.version}", verdict_file)
     if lasting:
         _write(verdict_file, {"key": key, "crash": reason})
     return reason
 
 
-def _probe(point: EntryPoint, dist: str, version: str, verdict_file: Path) -> tuple[str | None,
-                                                                                      bool]:
+def _probe(point: EntryPoint, release: str, verdict_file: Path) -> tuple[str | None, bool]:
     """(why the plugin cannot be loaded here or None, whether that verdict lasts)."""
     try:
         done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(sys.path), point.value],
@@ -96,11 +95,18 @@ def _probe(point: EntryPoint, dist: str, version: str, verdict_file: Path) -> tu
     stage = _last_stage(out)
     if stage == "done":
         return None, True
-    how = signal.Signals(-code).name if code < 0 else f"exit code {code} without an exception"
+    how = _signal_name(-code) if code < 0 else f"exit code {code} without an exception"
     return (f"crashed at {stage}: {how} (hal probes a plugin in a child process first; in "
-            f"hal's own process this would have ended it). Fix or upgrade {dist} {version}, "
-            f"or uninstall it (pip uninstall {dist}); hal probes it again when its version "
-            f"or module file changes, or when {verdict_file} is deleted"), True
+            f"hal's own process this would have ended it). Fix or upgrade {release}, or "
+            f"uninstall it (pip uninstall {release.split()[0]}); hal probes it again when its "
+            f"version or module file changes, or when {verdict_file} is deleted"), True
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _last_stage(out: str) -> str:

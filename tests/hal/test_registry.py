@@ -346,3 +346,17 @@ def test_hals_own_backends_are_not_probed(probe_runs):
     cpu = next(p for p in entry_points(group=GROUP) if p.name == "cpu")
     assert Registry([cpu]).get("cpu").open().name == "cpu:0"
     assert probe_runs == []
+
+
+def test_a_plugin_that_hangs_in_the_probe_is_unavailable_and_probed_again(tmp_path, probe_runs,
+                                                                          monkeypatch):
+    from importlib.metadata import distributions
+
+    _install(tmp_path, "slow-plugin", "slow", "import time\ntime.sleep(60)\n")
+    monkeypatch.setattr(hal.settings, "probe_timeout", 1.0)
+    (dist,) = distributions(path=[str(tmp_path)])
+    points = [p for p in dist.entry_points if p.group == GROUP]
+    with pytest.warns(hal.PluginWarning, match="did not answer within 1 s"):
+        assert Registry(points).available() == []
+    assert probe_runs == ["slow:make"]
+    assert not (tmp_path / "cache" / "plugins").exists()  # a hang may pass: not remembered
