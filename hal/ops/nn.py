@@ -16,8 +16,8 @@ from .spec import COMPOSITE, LOOSE, ORDERED, declare, same, unary_meta
 
 
 def _axis_meta(name):
-    def meta(x, *, axis=-1):
-        if x.ndim and x.shape[shapes.axis(name, axis, x.ndim)] == 0:
+    def meta(x, *, axis=-1):  # a 0-d x takes axis 0 or -1, as numpy's reductions
+        if shapes.axis(name, axis, max(x.ndim, 1)) < x.ndim and x.shape[axis] == 0:
             raise ShapeError(f"{name}: axis {axis} of shape {tuple(x.shape)} is empty; it "
                              "needs at least one element along the axis (its maximum)")
         return tuple(x.shape), x.dtype

@@ -70,9 +70,10 @@ def test_wrong_kinds_of_arguments_are_hal_errors(make, error, words):
 
 @pytest.mark.parametrize("device", ["cpu", "null", "opencl"])
 def test_parameters_are_checked_before_any_kernel(device):
-    """One refusal on every device, where the opencl kernels accepted a bad keepdims, a list
-    axis, a softmax over nothing and a tuple shift of a flattened roll (answering what
-    numpy's refuse, or roll otherwise) and cpu's numpy kernels failed on some."""
+    """One answer on every device, where the opencl kernels accepted a bad keepdims, a list
+    axis, a softmax over nothing or over axes a 0-d tensor lacks, and a tuple shift of a
+    flattened roll (answering what numpy's refuse, or roll otherwise), cpu's numpy kernels
+    failed on some and the decompositions on a 0-d softmax."""
     if device not in hal.available_backends():
         pytest.skip(f"{device} is not available here")
     x = X.to(device)
@@ -90,6 +91,10 @@ def test_parameters_are_checked_before_any_kernel(device):
                                   np.roll(X.numpy(), (1, 1), axis=(0, 1)))
     np.testing.assert_array_equal(hal.nn.softmax(hal.zeros((0, 2), device=device)).numpy(),
                                   np.zeros((0, 2)))
+    scalar = hal.asarray(3.0, device=device)
+    with pytest.raises(hal.ShapeError, match="softmax: axis must be an int, got"):
+        hal.nn.softmax(scalar, axis=(0, 1))
+    assert hal.nn.softmax(scalar).item() == 1.0 and hal.nn.log_softmax(scalar, axis=0).item() == 0
 
 
 def test_good_arguments_still_work():
