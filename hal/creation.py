@@ -29,7 +29,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Ten
     try:
         host = np.array(obj, dtype=dt.dtype(dtype) if dtype is not None else None,
                         copy=True if copy else None)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise HalError(f"asarray: cannot make a tensor of {type(obj).__name__}: {e}") from None
     if dtype is None and host.dtype not in dt.ALL:
         host = host.astype(_nearest(host))

@@ -391,7 +391,8 @@ def _bound(x: Tensor, b):
 
 def _array_namespace(x, /, *, api_version: str | None = None):
     """The Array API namespace of a tensor: the hal module (it implements 2023.12)."""
-    if api_version not in (None, ARRAY_API_VERSION):
+    if api_version is not None and not (isinstance(api_version, str)
+                                        and api_version == ARRAY_API_VERSION):
         raise HalError(f"__array_namespace__: hal implements the Array API "
                        f"{ARRAY_API_VERSION}, not {api_version!r}")
     return sys.modules[__package__]  # the hal namespace this module belongs to

@@ -23,7 +23,7 @@ def _permute_meta(x, *, axes):
 
 
 def _broadcast_to_meta(x, *, shape):
-    shape = tuple(int(n) for n in shape)
+    shape = shapes.as_shape("broadcast_to", shape)
     if len(shape) < x.ndim or shapes.broadcast("broadcast_to", x.shape, shape) != shape:
         raise ShapeError(f"broadcast_to: shape {tuple(x.shape)} cannot broadcast to {shape}")
     return shape, x.dtype
