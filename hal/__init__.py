@@ -128,6 +128,7 @@ from .runtime.dtypes import (
     uint8,
 )
 from .runtime.errors import (
+    ArgumentError,
     BackendUnavailable,
     DeviceError,
     DomainError,

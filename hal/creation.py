@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .functions import astype
-from .ops import shapes
+from .ops import arguments, shapes
 from .runtime import dtypes as dt
-from .runtime.errors import HalError, UnsupportedDType
+from .runtime.errors import ArgumentError, DomainError, HalError, UnsupportedDType
 from .runtime.registry import resolve_device
-from .tensor import Tensor
+from .tensor import Tensor, tensor_argument
 
 
 def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Tensor:
@@ -27,7 +29,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Ten
     try:
         host = np.array(obj, dtype=dt.dtype(dtype) if dtype is not None else None,
                         copy=True if copy else None)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise HalError(f"asarray: cannot make a tensor of {type(obj).__name__}: {e}") from None
     if dtype is None and host.dtype not in dt.ALL:
         host = host.astype(_nearest(host))
@@ -54,70 +56,141 @@ def _nearest(host: np.ndarray) -> np.dtype:
 def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Tensor:
     """A tensor sharing memory with a DLPack producer where the device allows, else copying it;
     copy=True always copies (so later writes by the producer cannot show through)."""
+    copy = copy if copy is None else arguments.flag("from_dlpack", "copy", copy)
     target = resolve_device(device)
-    out = Tensor.wrap(target.from_dlpack(x), target)
+    try:
+        native = target.from_dlpack(x)
+    except (AttributeError, TypeError, BufferError, ValueError, RuntimeError) as e:
+        raise ArgumentError(
+            f"from_dlpack: {type(x).__name__} cannot be imported through DLPack on "
+            f"{target.name} ({type(e).__name__}: {e}); pass an object with __dlpack__ of a "
+            "DLPack dtype, or use hal.asarray") from None
+    out = Tensor.wrap(native, target)
     return Tensor.from_host(np.array(out.numpy()), target) if copy else out
 
 
 def full(shape, fill_value, *, dtype=None, device=None) -> Tensor:
     """A tensor of one value (dtype from the value when not given)."""
+    return _filled("full", shape, fill_value, dtype, device)
+
+
+def _filled(op: str, shape, fill_value, dtype, device) -> Tensor:
+    """full under the name of the op the caller called (zeros, ones_like, ...)."""
     d = dt.dtype(dtype) if dtype is not None else dt.default_dtype(fill_value)
-    target, shape = resolve_device(device), shapes.as_shape(shape)
-    target.check_fits(shape, d, "full")  # before numpy builds the host array
-    return Tensor.from_host(np.full(shape, fill_value, dtype=d), target)
+    target, shape = resolve_device(device), shapes.as_shape(op, shape)
+    value = arguments.fill_value(op, fill_value, d)
+    target.check_fits(shape, d, op)  # before numpy builds the host array
+    return Tensor.from_host(np.full(shape, value, dtype=d), target)
 
 
 def zeros(shape, *, dtype=None, device=None) -> Tensor:
     """A tensor of zeros (float64 unless dtype is given)."""
-    return full(shape, 0, dtype=dt.float64 if dtype is None else dtype, device=device)
+    return _filled("zeros", shape, 0, dt.float64 if dtype is None else dtype, device)
 
 
 def ones(shape, *, dtype=None, device=None) -> Tensor:
     """A tensor of ones (float64 unless dtype is given)."""
-    return full(shape, 1, dtype=dt.float64 if dtype is None else dtype, device=device)
+    return _filled("ones", shape, 1, dt.float64 if dtype is None else dtype, device)
 
 
 def empty(shape, *, dtype=None, device=None) -> Tensor:
     """A tensor whose values are unspecified by the Array API; hal's are zeros (float64 default)."""
-    return zeros(shape, dtype=dtype, device=device)
+    return _filled("empty", shape, 0, dt.float64 if dtype is None else dtype, device)
 
 
 def empty_like(x: Tensor, /, *, dtype=None, device=None) -> Tensor:
     """A tensor of x's shape, dtype and device unless given; its values (zeros) are unspecified."""
-    return zeros_like(x, dtype=dtype, device=device)
+    return _like("empty_like", x, 0, dtype, device)
 
 
 def zeros_like(x: Tensor, /, *, dtype=None, device=None) -> Tensor:
     """Zeros with x's shape, dtype and device unless given."""
-    return full(x.shape, 0, dtype=dtype or x.dtype, device=device or x.device)
+    return _like("zeros_like", x, 0, dtype, device)
 
 
 def ones_like(x: Tensor, /, *, dtype=None, device=None) -> Tensor:
     """Ones with x's shape, dtype and device unless given."""
-    return full(x.shape, 1, dtype=dtype or x.dtype, device=device or x.device)
+    return _like("ones_like", x, 1, dtype, device)
 
 
 def full_like(x: Tensor, /, fill_value, *, dtype=None, device=None) -> Tensor:
     """fill_value with x's shape, dtype and device unless given."""
-    return full(x.shape, fill_value, dtype=dtype or x.dtype, device=device or x.device)
+    return _like("full_like", x, fill_value, dtype, device)
+
+
+def _like(op: str, x, fill_value, dtype, device) -> Tensor:
+    x = tensor_argument(op, x)
+    return _filled(op, x.shape, fill_value, dtype if dtype is not None else x.dtype,
+                   device if device is not None else x.device)
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Tensor:
     """Evenly spaced values in [start, stop), as numpy.arange."""
-    host = np.arange(start, stop, step, dtype=dt.dtype(dtype) if dtype is not None else None)
-    return asarray(host, device=device)
+    start, step = arguments.real("arange", "start", start), arguments.real("arange", "step", step)
+    if stop is None:
+        start, stop = 0, start
+    else:
+        stop = arguments.real("arange", "stop", stop)
+    if step == 0:
+        raise DomainError("arange: step must not be 0")
+    if all(isinstance(v, int) for v in (start, stop, step)):
+        count, d = max(-((start - stop) // step), 0), dt.int64
+    else:
+        span = (stop - start) / step
+        if not math.isfinite(span):
+            raise DomainError(f"arange: ({stop} - {start}) / {step} values overflow; give a "
+                              "narrower range or a larger step")
+        count, d = max(math.ceil(span), 0), dt.float64
+    d = d if dtype is None else dt.dtype(dtype)
+    if dt.is_bool(d):
+        raise UnsupportedDType("arange: dtype bool has no ranges; use an integer dtype")
+    if count:
+        arguments.within("arange", "start", start, d)
+        arguments.within("arange", "the last value", start + (count - 1) * step, d)
+    target = resolve_device(device)
+    target.check_fits((count,), d, "arange")
+    host = np.arange(start, stop, step, dtype=d) if count else np.empty(0, d)
+    return Tensor.from_host(host, target)
 
 
 def linspace(start, stop, /, num: int, *, endpoint: bool = True, dtype=None,
              device=None) -> Tensor:
     """num evenly spaced values from start to stop, as numpy.linspace."""
-    host = np.linspace(start, stop, num, endpoint=endpoint,
-                       dtype=dt.dtype(dtype) if dtype is not None else None)
-    return asarray(host, device=device)
+    ends = [_end(name, value) for name, value in (("start", start), ("stop", stop))]
+    num = arguments.integer("linspace", "num", num, minimum=0)
+    endpoint = arguments.flag("linspace", "endpoint", endpoint)
+    complex_ends = any(isinstance(e, complex) for e in ends)
+    typed = [e for e in (start, stop) if isinstance(e, np.generic)]  # numpy's scalars count
+    d = dt.dtype(dtype if dtype is not None else np.result_type(*typed, 1j if complex_ends
+                                                                 else 1.0))
+    if complex_ends and not dt.is_complex(d):
+        raise ArgumentError(f"linspace: complex ends {start!r}, {stop!r} do not fit the real "
+                            f"dtype {d.name}; give a complex dtype")
+    for name, value in zip(("start", "stop"), ends):
+        arguments.within("linspace", name, value, d)
+    if not dt.is_integer(d):  # 2**70 is a float end, not an object array
+        ends = [e if isinstance(e, complex) else float(e) for e in ends]
+    target = resolve_device(device)
+    target.check_fits((num,), d, "linspace", host_bytes=num * 16)
+    host = np.linspace(*ends, num, endpoint=endpoint, dtype=d)
+    return Tensor.from_host(host, target)
+
+
+def _end(name: str, value) -> float | complex:
+    """A finite real or complex end of a linspace."""
+    if isinstance(value, (complex, np.complexfloating)):
+        return complex(arguments.real("linspace", f"the real part of {name}", value.real),
+                       arguments.real("linspace", f"the imaginary part of {name}", value.imag))
+    return arguments.real("linspace", name, value)
 
 
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype=None,
         device=None) -> Tensor:
     """The n_rows x n_cols matrix with ones on diagonal k (float64 unless dtype is given)."""
+    n_rows = arguments.integer("eye", "n_rows", n_rows, minimum=0)
+    n_cols = n_rows if n_cols is None else arguments.integer("eye", "n_cols", n_cols, minimum=0)
+    k = arguments.integer("eye", "k", k)
     d = dt.float64 if dtype is None else dt.dtype(dtype)
-    return Tensor.from_host(np.eye(n_rows, n_cols, k=k, dtype=d), resolve_device(device))
+    target = resolve_device(device)
+    target.check_fits((n_rows, n_cols), d, "eye")
+    return Tensor.from_host(np.eye(n_rows, n_cols, k=k, dtype=d), target)

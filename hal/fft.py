@@ -43,8 +43,6 @@ def _resize(op: str, x: Tensor, axes: tuple, sizes) -> Tensor:
     """Crop or zero-pad x along axes to sizes (numpy's n and s)."""
     if sizes is None:
         return x
-    if len(sizes) != len(axes):
-        raise ShapeError(f"{op}: {len(sizes)} sizes for {len(axes)} axes")
     for n in sizes:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
             raise ShapeError(f"{op}: transform size {n!r} must be an int")
@@ -62,40 +60,47 @@ def _resize(op: str, x: Tensor, axes: tuple, sizes) -> Tensor:
     return x
 
 
-def _axes(op: str, x: Tensor, s, axes) -> tuple:
+def _axes(op: str, x: Tensor, s, axes) -> tuple[tuple, tuple | None]:
+    """(the axes to transform, the sizes s as a tuple or None), checked: ints, no repeats,
+    at least one axis."""
+    s = None if s is None else shapes.ints(op, "s", s)
     if axes is None:
         axes = range(x.ndim) if s is None else range(x.ndim - len(s), x.ndim)
-    ax = tuple(shapes.axis(op, a, x.ndim) for a in axes)
+    ax = tuple(shapes.axis(op, a, x.ndim) for a in shapes.ints(op, "axes", axes))
     if len(set(ax)) != len(ax):
         raise ShapeError(f"{op}: repeated axis in {axes!r}")
-    return ax
+    if not ax:
+        raise ShapeError(f"{op}: no axis to transform (input shape {tuple(x.shape)}, s {s})")
+    if s is not None and len(s) != len(ax):
+        raise ShapeError(f"{op}: {len(s)} sizes for {len(ax)} axes")
+    return ax, s
 
 
 def fftn(x, s=None, axes=None, norm=None) -> Tensor:
     """N-d discrete Fourier transform over axes (all by default)."""
     x = _complex_input("fftn", _as_tensor(x))
-    ax = _axes("fftn", x, s, axes)
+    ax, s = _axes("fftn", x, s, axes)
     return call(_FFTN, _resize("fftn", x, ax, s), axes=ax, norm=norm)
 
 
 def ifftn(x, s=None, axes=None, norm=None) -> Tensor:
     """N-d inverse discrete Fourier transform over axes."""
     x = _complex_input("ifftn", _as_tensor(x))
-    ax = _axes("ifftn", x, s, axes)
+    ax, s = _axes("ifftn", x, s, axes)
     return call(_IFFTN, _resize("ifftn", x, ax, s), axes=ax, norm=norm)
 
 
 def rfftn(x, s=None, axes=None, norm=None) -> Tensor:
     """N-d transform of real input; the last axis keeps n//2 + 1 points."""
     x = _real_input("rfftn", _as_tensor(x))
-    ax = _axes("rfftn", x, s, axes)
+    ax, s = _axes("rfftn", x, s, axes)
     return call(_RFFTN, _resize("rfftn", x, ax, s), axes=ax, norm=norm)
 
 
 def irfftn(x, s=None, axes=None, norm=None) -> Tensor:
     """Inverse of rfftn: real output; s gives the output sizes (last: 2*(m-1) by default)."""
     x = _complex_input("irfftn", _as_tensor(x))
-    ax = _axes("irfftn", x, s, axes)
+    ax, s = _axes("irfftn", x, s, axes)
     sizes = list(s) if s is not None else [x.shape[a] for a in ax[:-1]] + [
         2 * (x.shape[ax[-1]] - 1)]
     n = sizes[-1]

@@ -14,11 +14,10 @@ import numpy as np
 
 from . import ops
 from .dispatch import call, decomposition
-from .ops import shapes
+from .ops import arguments, shapes
 from .runtime import dtypes as dt
-from .runtime.errors import HalError, ShapeError, UnsupportedDType
-from .runtime.registry import default_device
-from .tensor import Tensor
+from .runtime.errors import ArgumentError, HalError, ShapeError, UnsupportedDType
+from .tensor import Tensor, tensor_argument
 
 ARRAY_API_VERSION = "2023.12"
 
@@ -26,6 +25,14 @@ ARRAY_API_VERSION = "2023.12"
 def op(name: str, /, *args, **params) -> Tensor:
     """Call an op of the set by name: `hal.op("softmax", x, axis=-1)` (as dispatch places it)."""
     return call(ops.spec(name), *args, **params)
+
+
+def _sequence(op: str, arrays) -> list:
+    """The tensors of a concat or stack: a list or tuple, not one tensor or a number."""
+    if not isinstance(arrays, (list, tuple)):
+        raise ArgumentError(f"{op}: arrays must be a list or tuple of tensors, got "
+                            f"{type(arrays).__name__}")
+    return list(arrays)
 
 
 def _unary(name: str, doc: str):
@@ -97,7 +104,7 @@ def astype(x, dtype, /, *, copy: bool = True, device=None) -> Tensor:
     copy is accepted for the Array API: tensors are immutable, so a copy and x are alike.
     """
     if device is not None:
-        x = x.to(device)
+        x = tensor_argument("astype", x).to(device)
     target = dt.dtype(dtype)
     if isinstance(x, Tensor) and x.dtype == target:
         return x
@@ -136,17 +143,17 @@ def min(x, /, *, axis=None, keepdims: bool = False) -> Tensor:
 def reshape(x, /, shape, *, copy: bool | None = None) -> Tensor:
     """The same elements in a new shape (one -1 allowed); copy is accepted for the Array API
     (tensors are immutable, so a copy and a view are alike)."""
-    return call(_RESHAPE, x, shape=tuple(shape) if not isinstance(shape, int) else (shape,))
+    return call(_RESHAPE, x, shape=shapes.ints("reshape", "shape", shape))
 
 
 def permute_dims(x, /, axes) -> Tensor:
     """Axes reordered: result axis i is input axis axes[i]."""
-    return call(_PERMUTE, x, axes=tuple(axes))
+    return call(_PERMUTE, x, axes=shapes.ints("permute_dims", "axes", axes))
 
 
 def matrix_transpose(x, /) -> Tensor:
     """The last two axes swapped."""
-    if x.ndim < 2:
+    if tensor_argument("matrix_transpose", x).ndim < 2:
         raise ShapeError(f"matrix_transpose: needs at least 2 axes, shape is {x.shape}")
     axes = list(range(x.ndim))
     axes[-2:] = axes[-1], axes[-2]
@@ -155,16 +162,20 @@ def matrix_transpose(x, /) -> Tensor:
 
 def broadcast_to(x, /, shape) -> Tensor:
     """x broadcast to shape as numpy broadcasts."""
-    return call(_BROADCAST, x, shape=tuple(shape))
+    return call(_BROADCAST, x, shape=shapes.as_shape("broadcast_to", shape))
 
 
 def slice(x, /, bounds) -> Tensor:
     """Strided slice: one (start, step, count) per axis; `x[a:b:c]` builds these for you."""
-    return call(_SLICE, x, bounds=tuple(tuple(int(v) for v in b) for b in bounds))
+    if not isinstance(bounds, (list, tuple)):
+        raise ShapeError(f"slice: bounds must be one (start, step, count) per axis, got "
+                         f"{bounds!r}")
+    return call(_SLICE, x, bounds=tuple(shapes.ints("slice", "bounds", b) for b in bounds))
 
 
 def concat(arrays, /, *, axis: int | None = 0) -> Tensor:
     """Tensors joined along an existing axis; axis=None joins them flattened."""
+    arrays = _sequence("concat", arrays)
     if axis is None:
         return call(_CONCAT, *(reshape(a, (-1,)) for a in arrays), axis=0)
     return call(_CONCAT, *arrays, axis=axis)
@@ -172,7 +183,7 @@ def concat(arrays, /, *, axis: int | None = 0) -> Tensor:
 
 def stack(arrays, /, *, axis: int = 0) -> Tensor:
     """Tensors joined along a new axis (reshape each, then concat)."""
-    arrays = list(arrays)
+    arrays = [tensor_argument("stack", a, "each of arrays") for a in _sequence("stack", arrays)]
     if not arrays:
         raise ShapeError("stack: needs at least one tensor")
     ndim = arrays[0].ndim + 1
@@ -182,15 +193,20 @@ def stack(arrays, /, *, axis: int = 0) -> Tensor:
 
 def pad(x, /, pad_width, *, mode: str = "constant", value=0) -> Tensor:
     """x padded by (before, after) per axis; modes constant (with value), edge, wrap."""
-    if isinstance(pad_width, int):
+    x = tensor_argument("pad", x)
+    if isinstance(pad_width, (int, np.integer)):
         pad_width = ((pad_width, pad_width),) * x.ndim
-    width = tuple((operator.index(b), operator.index(a)) for b, a in pad_width)
+    try:
+        width = tuple((operator.index(b), operator.index(a)) for b, a in pad_width)
+    except (TypeError, ValueError):
+        raise ShapeError(f"pad: pad_width {pad_width!r} is neither an int nor one (before, "
+                         "after) pair of ints per axis") from None
     return call(_PAD, x, pad_width=width, mode=mode, value=value)
 
 
 def squeeze(x, /, axis) -> Tensor:
     """x without the given size-1 axes (a reshape)."""
-    ax = shapes.axes("squeeze", axis, x.ndim)
+    ax = shapes.axes("squeeze", axis, tensor_argument("squeeze", x).ndim)
     if {x.shape[a] for a in ax} - {1}:
         raise ShapeError(f"squeeze: axes {axis!r} of shape {x.shape} are not all size 1")
     return reshape(x, [n for i, n in enumerate(x.shape) if i not in ax])
@@ -198,7 +214,7 @@ def squeeze(x, /, axis) -> Tensor:
 
 def expand_dims(x, /, axis: int = 0) -> Tensor:
     """x with a new size-1 axis at `axis` (a reshape)."""
-    a = shapes.axis("expand_dims", axis, x.ndim + 1)
+    a = shapes.axis("expand_dims", axis, tensor_argument("expand_dims", x).ndim + 1)
     return reshape(x, (*x.shape[:a], 1, *x.shape[a:]))
 
 
@@ -233,33 +249,43 @@ def quantize_linear(x, scale, zero_point, /, *, axis: int = -1) -> Tensor:
     scale (float32) and zero_point (int8 or uint8, which sets the output dtype) are
     scalars for per-tensor, or 1-d along `axis` for per-channel quantization.
     """
-    scale, zero_point = _qparams(x, scale, zero_point)
+    scale, zero_point = _qparams("quantize_linear", x, scale, zero_point)
     return call(_QUANT, x, scale, zero_point, axis=axis)
 
 
 def dequantize_linear(q, scale, zero_point, /, *, axis: int = -1) -> Tensor:
     """ONNX DequantizeLinear: (q - zero_point) * scale as float32."""
-    scale, zero_point = _qparams(q, scale, zero_point)
+    scale, zero_point = _qparams("dequantize_linear", q, scale, zero_point)
     return call(_DEQUANT, q, scale, zero_point, axis=axis)
 
 
 def qmatmul(a, b, /, *, a_zero_point: int = 0, b_zero_point: int = 0) -> Tensor:
     """(a - a_zero_point) @ (b - b_zero_point) accumulated in int32; a int8/uint8, b int8."""
-    return call(_QMATMUL, a, b, a_zero_point=int(a_zero_point), b_zero_point=int(b_zero_point))
+    return call(_QMATMUL, a, b,
+                a_zero_point=arguments.integer("qmatmul", "a_zero_point", a_zero_point),
+                b_zero_point=arguments.integer("qmatmul", "b_zero_point", b_zero_point))
 
 
-def _qparams(x, scale, zero_point):
-    device = x.device if isinstance(x, Tensor) else None
+def _qparams(op: str, x, scale, zero_point):
+    """scale (float32) and zero_point (x's int8/uint8, else int8) as tensors on x's device."""
+    x = tensor_argument(op, x)
     if not isinstance(scale, Tensor):
-        scale = Tensor.from_host(np.asarray(scale, dtype=np.float32), device or _default())
+        scale = Tensor.from_host(_host_values(op, "scale", scale, dt.float32), x.device)
     if not isinstance(zero_point, Tensor):
         zdtype = x.dtype if x.dtype in (dt.int8, dt.uint8) else dt.int8
-        zero_point = Tensor.from_host(np.asarray(zero_point, dtype=zdtype), scale.device)
+        zero_point = Tensor.from_host(_host_values(op, "zero_point", zero_point, zdtype),
+                                      x.device)
     return scale, zero_point
 
 
-def _default():
-    return default_device()
+def _host_values(op: str, name: str, value, d: np.dtype) -> np.ndarray:
+    """A number or a list of numbers as a host array of dtype d."""
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(value, dtype=d)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ArgumentError(f"{op}: {name} {value!r} is not a number or numbers of {d.name} "
+                            f"({e}); pass a number, a list of them or a Tensor") from None
 
 
 # -- Array API additions: predicates, searching, sorting, scans, take, integer division ------
@@ -343,6 +369,7 @@ def clip(x, /, min=None, max=None) -> Tensor:
     Bounds are tensors (cast to x's dtype) or scalars of x's kind; an integer bound beyond
     x's dtype's range is clamped to it, which clips the same.
     """
+    x = tensor_argument("clip", x)
     return call(_ARRAY_API["clip"], x, _bound(x, min), _bound(x, max))
 
 
@@ -364,7 +391,8 @@ def _bound(x: Tensor, b):
 
 def _array_namespace(x, /, *, api_version: str | None = None):
     """The Array API namespace of a tensor: the hal module (it implements 2023.12)."""
-    if api_version not in (None, ARRAY_API_VERSION):
+    if api_version is not None and not (isinstance(api_version, str)
+                                        and api_version == ARRAY_API_VERSION):
         raise HalError(f"__array_namespace__: hal implements the Array API "
                        f"{ARRAY_API_VERSION}, not {api_version!r}")
     return sys.modules[__package__]  # the hal namespace this module belongs to

@@ -141,6 +141,7 @@ def _var(x, *, axis=None, keepdims=False, correction=0):
 @decomposition("softmax")
 @_in_float32
 def _softmax(x, *, axis=-1):
+    axis = axis if x.ndim else None  # a 0-d tensor's one element
     e = F.exp(x - F.max(x, axis=axis, keepdims=True))
     return e / F.sum(e, axis=axis, keepdims=True)
 
@@ -148,6 +149,7 @@ def _softmax(x, *, axis=-1):
 @decomposition("log_softmax")
 @_in_float32
 def _log_softmax(x, *, axis=-1):
+    axis = axis if x.ndim else None  # a 0-d tensor's one element
     s = x - F.max(x, axis=axis, keepdims=True)
     return s - F.log(F.sum(F.exp(s), axis=axis, keepdims=True))
 

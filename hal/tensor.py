@@ -8,7 +8,7 @@ import numpy as np
 
 from .ops import shapes
 from .runtime import dtypes as dt
-from .runtime.errors import DeviceError, HalError, ShapeError
+from .runtime.errors import ArgumentError, DeviceError, HalError, ShapeError, UnsupportedDType
 from .runtime.registry import resolve_device
 
 
@@ -106,10 +106,16 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._real_item("__float__"))
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._real_item("__int__"))
+
+    def _real_item(self, op: str):
+        if dt.is_complex(self.dtype):
+            raise UnsupportedDType(f"{op}: a {self.dtype.name} tensor has no real value; take "
+                                   "hal.real or hal.abs first")
+        return self.item()
 
     def __complex__(self) -> complex:
         return complex(self.item())
@@ -137,3 +143,11 @@ class Tensor:
         raise HalError(
             "tensors are immutable: build a new one with hal.where, hal.concat or hal.pad"
         )
+
+
+def tensor_argument(op: str, x, name: str = "x") -> Tensor:
+    """x itself when it is a Tensor, else a HalError naming the op and what x was."""
+    if not isinstance(x, Tensor):
+        raise ArgumentError(f"{op}: {name} must be a hal Tensor, got {type(x).__name__}; "
+                            "hal.asarray makes one")
+    return x

@@ -23,7 +23,7 @@ def _permute_meta(x, *, axes):
 
 
 def _broadcast_to_meta(x, *, shape):
-    shape = tuple(int(n) for n in shape)
+    shape = shapes.as_shape("broadcast_to", shape)
     if len(shape) < x.ndim or shapes.broadcast("broadcast_to", x.shape, shape) != shape:
         raise ShapeError(f"broadcast_to: shape {tuple(x.shape)} cannot broadcast to {shape}")
     return shape, x.dtype
@@ -107,9 +107,12 @@ declare("pad", PRIMITIVE, "movement", dt.ALL, _pad_ref, _pad_meta)
 
 
 def _roll_meta(x, *, shift, axis=None):
+    shifts = shapes.ints("roll", "shift", shift)
+    if axis is None and not isinstance(shift, (int, np.integer)):
+        raise ShapeError(f"roll: shift {shift!r} with axis None (the flattened tensor) must be "
+                         "one int; give axis a tuple as long as shift")
     if axis is not None:
-        shifts = (shift,) if isinstance(shift, int) else tuple(shift)
-        ax = (axis,) if isinstance(axis, int) else tuple(axis)
+        ax = shapes.ints("roll", "axis", axis)
         if len(shifts) != len(ax):
             raise ShapeError(f"roll: {len(shifts)} shifts for {len(ax)} axes")
         shapes.axes("roll", ax, x.ndim)

@@ -10,15 +10,16 @@ import numpy as np
 
 from ..runtime import dtypes as dt
 from ..runtime.errors import ShapeError
-from . import shapes
+from . import arguments, shapes
 from .elementwise import erf_reference
 from .spec import COMPOSITE, LOOSE, ORDERED, declare, same, unary_meta
 
 
 def _axis_meta(name):
-    def meta(x, *, axis=-1):
-        if x.ndim:
-            shapes.axis(name, axis, x.ndim)
+    def meta(x, *, axis=-1):  # a 0-d x takes axis 0 or -1, as numpy's reductions
+        if shapes.axis(name, axis, max(x.ndim, 1)) < x.ndim and x.shape[axis] == 0:
+            raise ShapeError(f"{name}: axis {axis} of shape {tuple(x.shape)} is empty; it "
+                             "needs at least one element along the axis (its maximum)")
         return tuple(x.shape), x.dtype
 
     return meta
@@ -107,6 +108,9 @@ def _linear_ref(x, weight, bias=None, *, activation=None):
 
 
 def _sdpa_meta(q, k, v, *, causal=False, scale=None):
+    arguments.flag("scaled_dot_product_attention", "causal", causal)
+    if scale is not None:
+        arguments.real("scaled_dot_product_attention", "scale", scale)
     if q.ndim < 2 or k.ndim != q.ndim or v.ndim != q.ndim:
         raise ShapeError(
             "scaled_dot_product_attention: q, k, v must have one rank >= 2 (..., L, E), got "

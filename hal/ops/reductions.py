@@ -8,7 +8,7 @@ import numpy as np
 
 from ..runtime import dtypes as dt
 from ..runtime.errors import ShapeError
-from . import shapes
+from . import arguments, shapes
 from .spec import (
     COMPOSITE,
     LOOSE,
@@ -84,7 +84,8 @@ def _arg_reduce_meta(name):
             raise ShapeError(f"{name}: an empty tensor of shape {tuple(x.shape)} has no "
                              "extreme element")
         red = shapes.axes(name, axis, x.ndim)
-        return shapes.reduced(tuple(x.shape), red, keepdims), dt.int64
+        keep = arguments.flag(name, "keepdims", keepdims)
+        return shapes.reduced(tuple(x.shape), red, keep), dt.int64
 
     return meta
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..runtime import dtypes as dt
 from ..runtime.errors import ShapeError
-from . import shapes
+from . import arguments, shapes
 from .spec import EXTENDED, NONBOOL, ORDERED, declare, same, sum_rule
 
 
@@ -22,7 +22,7 @@ def _scan_axis(name, x, axis):
 def _cumulative_sum_meta(x, *, axis=None, include_initial=False):
     a = _scan_axis("cumulative_sum", x, axis)
     shape = list(x.shape)
-    shape[a] += bool(include_initial)
+    shape[a] += arguments.flag("cumulative_sum", "include_initial", include_initial)
     return tuple(shape), sum_rule(x.dtype)
 
 
@@ -39,6 +39,8 @@ def _cumulative_sum_ref(x, *, axis=None, include_initial=False):
 def _sort_meta(name, rule):
     def meta(x, *, axis=-1, descending=False, stable=True):
         _scan_axis(name, x, axis)
+        arguments.flag(name, "descending", descending)
+        arguments.flag(name, "stable", stable)
         return tuple(x.shape), rule(x.dtype)
 
     return meta

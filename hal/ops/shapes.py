@@ -16,9 +16,28 @@ from ..runtime.errors import ShapeError
 MAX_RANK = 32  # tensors of more axes are refused (numpy's own limit is 64)
 
 
-def as_shape(shape) -> tuple[int, ...]:
-    """A shape argument (an int, or a sequence of ints) as a tuple of ints."""
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+def ints(op: str, name: str, value) -> tuple[int, ...]:
+    """An int, or a sequence of ints, as a tuple of ints; ShapeError naming the op and the
+    argument otherwise (2.5, "x", None, (nan,))."""
+    if isinstance(value, (int, np.integer)):
+        value = (value,)
+    try:
+        if isinstance(value, (str, bytes, dict)):
+            raise TypeError
+        return tuple(operator.index(n) for n in value)
+    except TypeError:
+        raise ShapeError(f"{op}: {name} {value!r} is not an int or a sequence of ints; give "
+                         "e.g. 3 or (2, 3)") from None
+
+
+def as_shape(op: str, shape) -> tuple[int, ...]:
+    """A shape argument (an int, or a sequence of ints) as a tuple of sizes >= 0, at most
+    MAX_RANK of them; ShapeError naming the op otherwise (2.5, "x", (-1,), (nan,))."""
+    sizes = ints(op, "shape", shape)
+    if any(n < 0 for n in sizes):
+        raise ShapeError(f"{op}: shape {sizes} has a negative size; sizes are 0 or more")
+    check_rank(op, sizes)
+    return sizes
 
 
 def axis(op: str, value, ndim: int) -> int:
@@ -40,7 +59,9 @@ def axes(op: str, value, ndim: int, *, allow_none: bool = True) -> tuple[int, ..
         if not allow_none:
             raise ShapeError(f"{op}: axes must be given")
         return tuple(range(ndim))
-    items = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if not isinstance(value, (int, np.integer, tuple)):
+        raise ShapeError(f"{op}: axis must be None, an int or a tuple of ints, got {value!r}")
+    items = (value,) if isinstance(value, (int, np.integer)) else value
     out = tuple(axis(op, a, ndim) for a in items)
     if len(set(out)) != len(out):
         raise ShapeError(f"{op}: repeated axis in {value!r}")
@@ -87,8 +108,7 @@ def matmul(op: str, a: tuple, b: tuple) -> tuple:
 
 def reshape(op: str, shape: tuple, new_shape) -> tuple:
     """A target shape with at most one -1 resolved; ShapeError if the sizes differ."""
-    items = (new_shape,) if isinstance(new_shape, (int, np.integer)) else tuple(new_shape)
-    new = [operator.index(n) for n in items]
+    new = list(ints(op, "shape", new_shape))
     size = math.prod(shape)
     unknown = [i for i, n in enumerate(new) if n == -1]
     if len(unknown) > 1 or any(n < -1 for n in new):
@@ -137,7 +157,10 @@ def index_bounds(shape: tuple, key) -> tuple[tuple, tuple, tuple]:
             continue
         n = shape[dim]
         if isinstance(k, slice):
-            start, stop, step = k.indices(n)
+            try:
+                start, stop, step = k.indices(n)
+            except (TypeError, ValueError) as e:  # a zero step, a bound that is no integer
+                raise ShapeError(f"index: slice {k} of axis {dim}: {e}") from None
             count = len(range(start, stop, step))
             bounds.append((start if count else 0, step, count))
             result.append(count)

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..runtime import dtypes as dt
 from ..runtime.errors import ShapeError, UnsupportedDType, UnsupportedOp
-from . import shapes
+from . import arguments, shapes
 
 PRIMITIVE, EXTENDED, COMPOSITE = "primitive", "extended", "composite"
 
@@ -188,7 +188,8 @@ def reduce_meta(name, rule, *, empty_ok):
             raise ShapeError(
                 f"{name}: reduction over an empty axis of shape {x.shape} has no identity"
             )
-        return shapes.reduced(tuple(x.shape), red, keepdims), rule(x.dtype)
+        keep = arguments.flag(name, "keepdims", keepdims)
+        return shapes.reduced(tuple(x.shape), red, keep), rule(x.dtype)
 
     return meta
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dt
+from . import host
 from .capabilities import Capabilities
 from .errors import DeviceError, HalOutOfMemory, ShapeError, UnsupportedDType
 from .memory import Allocation, Buffer, MemoryStats, size_class
@@ -150,10 +151,19 @@ class Device:
         """A device-native array from a DLPack producer (default: through host memory)."""
         return self.upload(np.from_dlpack(obj))
 
-    def check_fits(self, shape, dtype, op: str = "tensor") -> None:
-        """Raise HalOutOfMemory if a tensor of this shape and dtype can never fit the device
-        (so creation refuses before it builds a host array)."""
-        self._check_room(math.prod(int(n) for n in shape) * dt.dtype(dtype).itemsize, op)
+    def check_fits(self, shape, dtype, op: str = "tensor", *, host_bytes: int | None = None
+                   ) -> None:
+        """Raise HalOutOfMemory if a tensor of this shape and dtype can never fit the device,
+        or if the host array it is built from first (`host_bytes`, by default the tensor's
+        size) does not fit the host's available memory: so creation refuses before numpy
+        allocates."""
+        nbytes = math.prod(int(n) for n in shape) * dt.dtype(dtype).itemsize
+        self._check_room(nbytes, op)
+        staged = nbytes if host_bytes is None else host_bytes
+        available = host.lacks_memory_for(staged)
+        if available is not None:
+            raise self.out_of_memory(f"building {staged:,} bytes on the host for {op}",
+                                     f"the host has {available:,} bytes available")
 
     def _check_room(self, nbytes: int, op: str) -> None:
         if self._limit is None:

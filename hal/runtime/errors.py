@@ -15,6 +15,10 @@ class UnsupportedDType(HalError, TypeError):
     """A dtype an op or a device does not accept."""
 
 
+class ArgumentError(HalError, TypeError):
+    """An argument of the wrong kind: a string where a number goes, a float for a count."""
+
+
 class ShapeError(HalError, ValueError):
     """Shapes that do not fit the op (broadcasting, contraction, axes, sizes)."""
 

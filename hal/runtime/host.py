@@ -38,3 +38,28 @@ def memory_bytes() -> int | None:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+
+def lacks_memory_for(nbytes: int) -> int | None:
+    """The host's available memory in bytes when `nbytes` do not fit in it, else None.
+
+    Cheap for requests that fit the free pages (one sysconf); only larger ones read
+    MemAvailable (free plus reclaimable memory) from /proc/meminfo where there is one.
+    """
+    try:
+        free = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+    if nbytes <= free:
+        return None
+    available = free
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    return available if nbytes > available else None

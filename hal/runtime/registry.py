@@ -1,10 +1,12 @@
 """Backends found through the `hal.backends` entry point group, loaded lazily.
 
 In-tree backends register exactly like external ones (see pyproject.toml). A plugin's
-code cannot take hal down: loading it, and its `why_unavailable` and `device_count`, run
-on a watched thread, so an exception of any type (SystemExit included) or no answer
-within `settings.probe_timeout` is a PluginWarning naming the plugin and why, and the
-backend counts as unavailable for that reason. Only KeyboardInterrupt goes through.
+code cannot take hal down: an external plugin is first probed in a child process
+(plugin_probe.py), so one that crashes the interpreter is refused with the signal; then
+loading it, and its `why_unavailable` and `device_count`, run on a watched thread, so an
+exception of any type (SystemExit included) or no answer within `settings.probe_timeout`
+is a PluginWarning naming the plugin and why, and the backend counts as unavailable for
+that reason. Only KeyboardInterrupt goes through.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from . import plugin_probe
 from .backend import API_VERSION, Backend
 from .device import Device
 from .errors import BackendUnavailable, HalError, PluginWarning
@@ -134,6 +137,9 @@ class Registry:
     def _load(self, name: str) -> Backend | None:
         point = self._points[name]
         try:
+            crashed = plugin_probe.crash(point)
+            if crashed is not None:
+                raise PluginFault(crashed)
             backend = watched(lambda: point.load()(), f"loading {point.value}")
             if not isinstance(backend, Backend):
                 raise TypeError(f"{point.value} returned {type(backend).__name__}, not a Backend")

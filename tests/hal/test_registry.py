@@ -265,3 +265,98 @@ def test_importing_a_backend_does_not_import_its_library():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, check=True)
     assert done.stdout.split() == ["[]"]
+
+
+# -- plugins that crash the interpreter are probed in a child process first --------------------
+def _install(root: Path, dist: str, module: str, code: str) -> None:
+    """A distribution as pip leaves it: its module and a *.dist-info naming its entry point."""
+    (root / f"{module}.py").write_text(code)
+    info = root / f"{module}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{GROUP}]\n{module} = {module}:make\n")
+
+
+@pytest.mark.slow
+def test_a_plugin_that_segfaults_at_import_is_an_unavailable_row(tmp_path):
+    _install(tmp_path, "crashy-plugin", "crashy", "import ctypes\nctypes.string_at(0)\n")
+    code = textwrap.dedent("""
+        import json, warnings
+        from importlib.metadata import entry_points
+        import hal
+        from hal.cli import main
+        from hal.runtime import registry
+        points = [p for p in entry_points(group=registry.GROUP) if p.name in ("cpu", "crashy")]
+        registry.registry = registry.Registry(points)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            print(hal.default_device().name)
+            main(["devices"])
+        print(json.dumps([str(w.message) for w in caught]))
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()]),
+           "HAL_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "400"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    lines = done.stdout.splitlines()
+    assert lines[0] == "cpu:0"
+    assert "unavailable: backend 'crashy' failed to load: crashed at import: SIGSEGV" in done.stdout
+    assert "pip uninstall crashy-plugin" in done.stdout
+    assert "'crashy'" in json.loads(lines[-1])[0]  # and a PluginWarning names it
+
+
+@pytest.fixture
+def probe_runs(tmp_path, monkeypatch):
+    """Child probes counted: the list of plugin values probed, under a cache in tmp_path."""
+    from hal.runtime import plugin_probe
+
+    runs, run = [], subprocess.run
+    monkeypatch.setattr(hal.settings, "cache_dir", tmp_path / "cache")
+    monkeypatch.setattr(plugin_probe.subprocess, "run",
+                        lambda command, **kw: runs.append(command[-1]) or run(command, **kw))
+    monkeypatch.syspath_prepend(tmp_path)
+    return runs
+
+
+def test_a_plugin_is_probed_once_per_version(tmp_path, probe_runs):
+    from importlib.metadata import distributions
+
+    _install(tmp_path, "plain-plugin", "plain", "def make():\n    return object()\n")
+
+    def load():
+        (dist,) = distributions(path=[str(tmp_path)])
+        points = [p for p in dist.entry_points if p.group == GROUP]
+        with pytest.warns(hal.PluginWarning, match="not a Backend"):  # loaded here, refused
+            assert Registry(points).available() == []
+
+    load()
+    load()
+    assert probe_runs == ["plain:make"]
+    assert len(list((tmp_path / "cache" / "plugins").glob("plain-*.json"))) == 1
+    with open(tmp_path / "plain.py", "a") as f:
+        f.write("# a new release\n")
+    load()
+    assert probe_runs == ["plain:make"] * 2
+
+
+def test_hals_own_backends_are_not_probed(probe_runs):
+    from importlib.metadata import entry_points
+
+    cpu = next(p for p in entry_points(group=GROUP) if p.name == "cpu")
+    assert Registry([cpu]).get("cpu").open().name == "cpu:0"
+    assert probe_runs == []
+
+
+def test_a_plugin_that_hangs_in_the_probe_is_unavailable_and_probed_again(tmp_path, probe_runs,
+                                                                          monkeypatch):
+    from importlib.metadata import distributions
+
+    _install(tmp_path, "slow-plugin", "slow", "import time\ntime.sleep(60)\n")
+    monkeypatch.setattr(hal.settings, "probe_timeout", 1.0)
+    (dist,) = distributions(path=[str(tmp_path)])
+    points = [p for p in dist.entry_points if p.group == GROUP]
+    with pytest.warns(hal.PluginWarning, match="did not answer within 1 s"):
+        assert Registry(points).available() == []
+    assert probe_runs == ["slow:make"]
+    assert not (tmp_path / "cache" / "plugins").exists()  # a hang may pass: not remembered
