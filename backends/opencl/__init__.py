@@ -65,6 +65,13 @@ class OpenCLBackend(hal.Backend):
 
         return OpenCLDevice(self, index, self._list()[index])
 
+    def compile(self, graph, device):
+        """hal's Executable of the graph, replayed from one prepared enqueue plan once its
+        second call has been recorded (see replay.py)."""
+        from .replay import ReplayedExecutable
+
+        return ReplayedExecutable(graph, device)
+
     def compile_fused(self, body, device):
         """One generated kernel for a fused group (see graph_kernels), or None to decline."""
         from .graph_kernels import compile_fused

@@ -44,6 +44,7 @@ class OpenCLDevice(hal.Device):
         # Last-axis complex FFTs by pyvkfft when it is installed, except on CPU devices:
         # on PoCL this backend's Stockham kernels measured 2x faster than VkFFT's.
         self.use_vkfft = not self.is_cpu
+        self.opaque_launches = 0  # calls of libraries that enqueue behind pyopencl (VkFFT)
         self.cache: dict = {}  # host-side plans and tables of kernel modules (launch plans)
         self._splits: dict = {}  # (work-items, group) -> run_items's launches
         self.programs = Programs(self.context, f"{self.name} ({cl_device.name.strip()})")
@@ -52,6 +53,17 @@ class OpenCLDevice(hal.Device):
     def _empty(self, shape: tuple, dtype: np.dtype) -> cl_array.Array:
         return cl_array.Array(None, shape, dtype, allocator=self.pool,
                               strides=_strides(shape, dtype.itemsize), _fast=True,
+                              _size=math.prod(shape), _context=self.context, _queue=self.queue)
+
+    def allocate(self, nbytes: int) -> cl.MemoryObjectHolder:
+        """A buffer of at least nbytes from the pool (HalOutOfMemory when it cannot fit)."""
+        return self.retrying(lambda: f"allocating {nbytes:,} bytes", self.pool.allocate, nbytes)
+
+    def on_buffer(self, buffer, shape: tuple, dtype: np.dtype, strides: tuple,
+                  offset: int) -> cl_array.Array:
+        """An array over a buffer as given (byte strides and offset), nothing checked."""
+        return cl_array.Array(None, shape, dtype, allocator=self.pool, data=buffer,
+                              offset=offset, strides=strides, _fast=True,
                               _size=math.prod(shape), _context=self.context, _queue=self.queue)
 
     def view(self, array: cl_array.Array, shape: tuple) -> cl_array.Array:
