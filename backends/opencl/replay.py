@@ -55,7 +55,6 @@ class Recording:
     def __enter__(self) -> Recording:
         self._opaque = self.device.opaque_launches
         call, raw = cl.Kernel.__call__, _cl.enqueue_nd_range_kernel
-        self._saved = {(cl.Kernel, "__call__"): call, (_cl, "enqueue_nd_range_kernel"): raw}
         mine = self._mine
 
         def kernel_call(kernel, queue, global_size, local_size, *args, global_offset=None,
@@ -71,12 +70,19 @@ class Recording:
             self._raw += mine()
             return raw(*args, **kwargs)
 
-        cl.Kernel.__call__ = kernel_call
-        _cl.enqueue_nd_range_kernel = bare_launch
+        self._patch(cl.Kernel, "__call__", kernel_call)
+        self._patch(_cl, "enqueue_nd_range_kernel", bare_launch)
         for name in _DATA_COMMANDS:
-            self._saved[(_cl, name)] = command = getattr(_cl, name)
-            setattr(_cl, name, self._watching(name, command))
+            self._patch(_cl, name, self._watching(name, getattr(_cl, name)))
         return self
+
+    def _patch(self, owner, name: str, value) -> None:
+        """Set owner.name, and pyopencl's own name for the same function, until exit."""
+        original = getattr(owner, name)
+        for where in (owner, cl):
+            if getattr(where, name, None) is original:
+                self._saved[(where, name)] = original
+                setattr(where, name, value)
 
     def __exit__(self, *exc) -> None:
         for (owner, name), value in self._saved.items():
