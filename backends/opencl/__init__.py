@@ -5,7 +5,8 @@ real device. Kernels are generated OpenCL C, built once per device and source:
 strided elementwise and movement kernels with broadcasting, reductions, tiled GEMM,
 Stockham/Bluestein FFT, scans (pyopencl.scan), bitonic sorts, gathers, fused kernels
 for the composites, and one generated kernel per fused group of a graph
-(graph_kernels). The kernel modules import no pyopencl at their top, so this module
+(graph_kernels); a jitted graph is then replayed as one prepared enqueue plan (replay).
+The kernel modules import no pyopencl at their top, so this module
 loads (and says why) without it.
 """
 

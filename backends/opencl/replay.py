@@ -111,7 +111,12 @@ class Recording:
             if not isinstance(arg, (cl.MemoryObjectHolder, cl.LocalMemory, int, float,
                                     np.generic, type(None))):
                 self.refused = self.refused or f"a kernel argument of type {type(arg).__name__}"
-        self.launches.append((kernel.clone(), global_size, local_size, offset, args))
+        try:
+            clone = kernel.clone()  # clCloneKernel (OpenCL 2.1): the arguments set so far
+        except cl.Error as e:
+            self.refused = self.refused or f"the device cannot clone a kernel ({e})"
+            return
+        self.launches.append((clone, global_size, local_size, offset, args))
 
 
 class Plan:
@@ -122,7 +127,6 @@ class Plan:
                  constants: list):
         self.device, self.queue = device, device.queue
         self.launches = [(k, g, lo, off) for k, g, lo, off, _ in recording.launches]
-        self.held = [args for *_, args in recording.launches]  # every buffer stays alive
         self.offsets = tuple(a.offset for a in inputs)
         position = {id(a.base_data): i for i, a in enumerate(inputs)}
         self.refused = None
@@ -141,15 +145,19 @@ class Plan:
                 self.sizes.append(a.base_data.size)
             self.outputs.append((slots[key], a.shape, a.dtype, a.strides, a.offset))
         self.inputs, self.fresh = [], []  # (kernel, argument index, input or output index)
-        for (kernel, *_), args in zip(self.launches, self.held, strict=True):
+        self.held = []  # the other buffers (intermediates, tables): kept for the plan's life
+        for kernel, *_, args in recording.launches:
             for index, arg in enumerate(args):
-                if isinstance(arg, cl.MemoryObjectHolder):
-                    if id(arg) in position:
-                        self.inputs.append((kernel, index, position[id(arg)]))
-                    elif id(arg) in slots:
-                        self.fresh.append((kernel, index, slots[id(arg)]))
+                if not isinstance(arg, cl.MemoryObjectHolder):
+                    continue
+                if id(arg) in position:
+                    self.inputs.append((kernel, index, position[id(arg)]))
+                elif id(arg) in slots:
+                    self.fresh.append((kernel, index, slots[id(arg)]))
+                else:
+                    self.held.append(arg)
         if len({slot for *_, slot in self.fresh}) < len(self.sizes):
-            self.refused = self.refused or "an output's buffer is written by no kernel"
+            self.refused = self.refused or "an output no kernel touches (empty or host-made)"
 
     def accepts(self, natives) -> bool:
         """True when the inputs sit where the capture's did: same offsets, own buffers."""
