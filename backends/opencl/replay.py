@@ -11,13 +11,16 @@ the input buffers and fresh output buffers (`Kernel.set_arg`) and enqueues the k
 
 The plan is checked before it is trusted: replayed once on the capture's inputs, it must
 give the capture's outputs bit for bit. A call the plan cannot take (inputs at other
-offsets or sharing a buffer, inside `hal.placement()`) runs the Executable. A graph is
+offsets or sharing a buffer, inside `hal.placement()`) runs the Executable, as does every
+call after a replay that raised. A graph is
 never planned (`declined` says why) when a node runs on the host, when the capture moved
 data (copies, fills, reads: the op depends on host work), enqueued kernels behind
 pyopencl's back (VkFFT, a bare enqueue), or returned a buffer no kernel writes.
 
 Memory: the plan keeps every intermediate buffer of the capture, each its own (hal's
 Executable shares buffers by liveness only among the fused groups it preallocates).
+Like the Executable's shared buffers, a plan serves one call at a time: calls of one
+jitted function from several threads at once need a lock.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ import pyopencl._cl as _cl
 from hal import Tensor, dispatch
 from hal.compile.executable import Executable
 from hal.compile.passes import optimize
-from hal.runtime.errors import KernelError
 
 # pyopencl's enqueue functions that are not a kernel launch, a marker or a barrier: each
 # moves or writes data, which a replayed plan would not repeat
@@ -197,9 +199,8 @@ class ReplayedExecutable(Executable):
             if plan is not None and plan.accepts(natives):
                 try:
                     return self._tensors(inputs, plan.run(natives))
-                except cl.Error as e:
-                    raise KernelError(f"the enqueue plan of a graph on {self.device.name} "
-                                      f"raised {type(e).__name__}: {e}") from e
+                except cl.Error as e:  # the Executable runs it, naming the node that fails
+                    self.plan, self.declined = None, f"its replay raised {type(e).__name__}: {e}"
             if plan is None and self.declined is None and self.called:
                 return self._capture(inputs, natives)
         self.called = True

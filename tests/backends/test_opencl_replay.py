@@ -136,3 +136,20 @@ def test_recording_refuses_what_a_plan_would_not_repeat(dev):
         kernel(dev.queue, (1,), None, buffer)
     kernel(dev.queue, (1,), None, buffer)  # after the recording: not recorded
     assert clean.refused is None and len(clean.launches) == 1
+
+
+def test_a_replay_that_raises_hands_the_graph_back_to_the_executable(dev, monkeypatch):
+    e, v = _state(dev), _state(dev)
+    jitted, executable = _planned(dev, spectral, v, e)
+
+    def failing(*args):
+        raise cl.RuntimeError("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES")
+
+    monkeypatch.setattr(cl._cl, "enqueue_nd_range_kernel", failing)
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", failing)
+    with pytest.raises(hal.HalError):  # the Executable's kernels meet the same failure
+        jitted(v, e)
+    monkeypatch.undo()
+    assert executable.plan is None and "OUT_OF_RESOURCES" in executable.declined
+    np.testing.assert_allclose(jitted(v, e).numpy(), spectral(v, e).numpy(), rtol=1e-13,
+                               atol=1e-13)
