@@ -175,6 +175,33 @@ class NullBackend(hal.Backend):
         nodes then run one by one). See hal.Backend.compile_fused for the contract."""
         return None
 
+    def capture(self, device: NullDevice, run):
+        """Vendor (optional, with replay): where launching a kernel costs the host more than
+        running it, record the launches of one call of run() (a jitted graph on fixed
+        buffers) and return the recording; raise to refuse, saying why. None (the default)
+        runs jitted graphs as they are. hal.Backend.capture has the contract,
+        backends/cuda/capture.py does it with CUDA graphs:
+
+            queue = device.new_queue()                  # a queue of the graph's own
+            with queue.current():                       # your kernels launch on it
+                run()                                   # warm-up: caches, pools settled
+                queue.begin_recording()
+                run()                                   # these launches are recorded
+                return queue.end_recording()
+        """
+        return None
+
+    def replay(self, device: NullDevice, graph, copies: list, outputs: list) -> list:
+        """Vendor (optional, with capture): copy each (source, fixed buffer) pair of copies,
+        launch the recording from capture after them, and return new copies of outputs:
+
+            for source, fixed in copies:
+                device.copy(source, fixed)
+            graph.launch()
+            return [device.clone(out) for out in outputs]
+        """
+        return super().replay(device, graph, copies, outputs)
+
     def unsupported_on(self, device: NullDevice) -> dict[str, str]:
         """Vendor (optional): gaps that depend on the device (float64 without fp64 units)."""
         return dict(self.unsupported)

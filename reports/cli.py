@@ -131,7 +131,7 @@ def register_publish(subparsers: argparse._SubParsersAction) -> None:
 
 def _error(message: str) -> int:
     """Print an error for the user and return the 'not comparable / cannot run' code."""
-    print(f"error: {message}", file=sys.stderr)
+    print(_printable(f"error: {message}"), file=sys.stderr)
     return 2
 
 
@@ -195,18 +195,25 @@ def run_compare(args: argparse.Namespace) -> int:
                     f"{args.base} and {args.new} ran on different setups ({diffs}); "
                     "pass --force to compare anyway"
                 )
-            print(f"warning: different setups, compared anyway (--force): {diffs}")
+            print(_printable(f"warning: different setups, compared anyway (--force): {diffs}"))
         rows = compare.compare_runs(base, new, args.threshold, args.alpha)
         code = compare.exit_code(rows)
     for results in (base, new):
         warning = None if results is None else compare.busy_warning(results)
         if warning:
-            print(warning)
+            print(_printable(warning))
     table = compare.comparison_table(rows)
-    print(table.to_markdown(index=False) if not table.empty else "no measurements to compare")
+    print(_printable(table.to_markdown(index=False)) if not table.empty
+          else "no measurements to compare")
     counts = table["verdict"].value_counts().to_dict() if not table.empty else {}
     print(", ".join(f"{counts[v]} {v}" for v in compare.VERDICTS if v in counts))
     return code
+
+
+def _printable(text: str) -> str:
+    """`text` for a terminal: control characters from a results file (an escape sequence in a
+    workload's name) shown as Python escapes, never sent to the terminal; newlines kept."""
+    return "".join(c if c == "\n" or c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def main(argv: list[str] | None = None) -> int:

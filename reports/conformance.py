@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from benchmarks.schema.files import check_document_size, regular_file
 from benchmarks.schema.records import ResultsError
 
 STATUSES = ("pass", "fail", "fallback", "unsupported")
@@ -121,8 +122,8 @@ def _report_problem(i: int, report: Any) -> str | None:
 
 def read_conformance(path: Path) -> list[ConformanceRun]:
     """Read and validate a conformance file; ConformanceError names the file and the problem."""
-    path = Path(path)
-    hint = "write one with `hal conformance --out FILE`"
+    path, hint = regular_file(path), "write one with `hal conformance --out FILE`"
+    check_document_size(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

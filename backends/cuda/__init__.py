@@ -2,7 +2,8 @@
 
 Tensors are `cupy.ndarray`s. Kernels are cupy's own library calls (cuBLAS matmul, cuFFT,
 cupy's reductions and ufuncs) plus fused kernels for the composites and one generated
-kernel per elementwise fused group of a graph (graph_kernels). Either cupy wheel
+kernel per elementwise fused group of a graph (graph_kernels); a jitted graph is
+recorded once as a CUDA graph and replayed (capture). Either cupy wheel
 works: cupy-cuda12x (`pip install -e '.[cuda]'`) or cupy-cuda13x (`.[cuda13]`). cupy is
 imported only when the backend is asked about devices, so hal loads without it.
 """
@@ -60,6 +61,18 @@ class CudaBackend(hal.Backend):
         from .graph_kernels import compile_fused
 
         return compile_fused(device, body)
+
+    def capture(self, device, run):
+        """One call of a jitted graph recorded as a CUDA graph on a stream of its own."""
+        from . import capture
+
+        return capture.capture(device, run)
+
+    def replay(self, device, graph, copies: list, outputs: list) -> list:
+        """The CUDA graph launched once, ordered after the inputs' copies, outputs copied."""
+        from . import capture
+
+        return capture.replay(device, graph, copies, outputs)
 
     def unsupported_on(self, device) -> dict:
         """bfloat16 where the installed cupy has no bfloat16 arrays."""

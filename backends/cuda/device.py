@@ -5,6 +5,7 @@ errors become hal errors)."""
 from __future__ import annotations
 
 import gc
+import weakref
 
 import cupy
 import numpy as np
@@ -78,6 +79,7 @@ class CudaDevice(hal.Device):
     def __init__(self, backend: hal.Backend, index: int):
         self.cuda_device = cupy.cuda.Device(index)
         self.allocator = _counting_allocator()
+        self.captured_graphs = weakref.WeakSet()  # CUDA graphs of hal.jit graphs (capture.py)
         super().__init__(backend, index)
 
     # -- the guard every kernel runs under ------------------------------------------------
@@ -161,10 +163,12 @@ class CudaDevice(hal.Device):
         self.allocator.counts.setdefault(self.index, [0, 0, 0])[2] = used
 
     def empty_cache(self) -> None:
-        """Release the pool's cached blocks and cuFFT plans of this GPU to the driver."""
+        """Release the pool's cached blocks and cuFFT plans of this GPU to the driver (the
+        plans stay while a captured graph, which launches them, lives)."""
         gc.collect()  # arrays kept alive only by reference cycles go back to the pool
         with self.cuda_device:
-            cupy.fft.config.get_plan_cache().clear()
+            if not self.captured_graphs:
+                cupy.fft.config.get_plan_cache().clear()
             self.allocator.pool.free_all_blocks()
 
     def _describe(self) -> dict:
@@ -186,6 +190,6 @@ class CudaDevice(hal.Device):
                 "pci_bus_id": self.cuda_device.pci_bus_id,
                 "cupy": cupy.__version__,
                 "libraries": "cuBLAS (matmul), cuFFT (FFT), NVRTC (fused kernels)",
-                "stream": "the legacy default stream",
+                "stream": "the legacy default stream; one stream per captured hal.jit graph",
             },
         }

@@ -240,8 +240,13 @@ def load_results(path: Path) -> Results:
     first_line = head.split("\n", 1)[0]
     if not (head.lstrip().startswith("{") and '"type"' not in first_line):
         return read_results(path)
+    check_document_size(path)
+    return load_pytest_benchmark(path)
+
+
+def check_document_size(path: Path) -> None:
+    """Refuse, unread, a one-document JSON file (it is one record) over `max_record_bytes()`."""
     size, limit = path.stat().st_size, max_record_bytes()
     if size > limit:
         raise ResultsError(f"{path}: a JSON document of {size} bytes, more than the {limit} a "
                            f"record may have; raise {MAX_RECORD_VARIABLE} to read it")
-    return load_pytest_benchmark(path)

@@ -11,7 +11,9 @@ so the timing measures replay, not tracing.
 Cases, each checked against its reference before timing:
 - `kdv_kt`: 200 ETDRK4 steps of the Kassam-Trefethen KdV problem (N=256, float64; the
   step is jitted, the loop is Python), against the exact 2-soliton in the max norm;
-  items are steps, and `full_steps` the steps of the whole solve.
+  items are steps, and `full_steps` the steps of the whole solve. On a backend that
+  records jitted graphs as device graphs (cuda), `kdv_kt[jit-uncaptured]` times the same
+  step with capture off: captured against replayed.
 - `navier_stokes`: 5 IF-RK4 steps of Kolmogorov flow on 256^2, against numpy in complex128.
 - `taylor`: f^(k) of sin(x) exp(-x^2) at 10^4 points by Taylor mode, k = 10 and 16,
   against the Hermite closed form (jax: jax.experimental.jet; numpy: the recurrences).
@@ -43,12 +45,13 @@ import numpy as np
 
 import hal
 from benchmarks.suites import science
-from benchmarks.workload import Case, Workload, only_on, random_array
+from benchmarks.workload import Case, NotMeasuredHere, Workload, only_on, random_array
 from frontends.autograd import kth_derivative as kth
 from frontends.science import kdv, peers
 from frontends.science import navier_stokes as ns
 
 MODES = {"eager": lambda fn: fn, "jit": hal.jit}
+UNCAPTURED = "jit-uncaptured"  # hal.jit(capture=False): the replay a device graph replaces
 PEER_MODES = {"numpy": "numpy", "jax": "jax.jit", "torch": "torch.compile"}
 
 
@@ -70,10 +73,14 @@ class JitCase:
     make: Callable
     peer: Callable | None = None
     tolerance_scale: float = 1.0
+    uncaptured: bool = False  # also `<name>[jit-uncaptured]` where the backend captures
 
     def workloads(self, peer_names=tuple(PEER_MODES)) -> list[Workload]:
-        """`<name>[eager]`, `<name>[jit]`, then `<name>[<peer>]` for each peer."""
+        """`<name>[eager]`, `<name>[jit]`, `<name>[jit-uncaptured]` if the case asks for
+        it, then `<name>[<peer>]` for each peer."""
         out = [self.hal_workload(mode) for mode in MODES]
+        if self.uncaptured:
+            out.append(self.uncaptured_workload())
         return out + [self.peer_workload(name) for name in peer_names]
 
     def workload(self, label: str, params: dict, run: Callable) -> Workload:
@@ -89,6 +96,22 @@ class JitCase:
             return made(tensors[0].device, tensors[0].dtype)(*tensors)
 
         return self.workload(mode, {**self.params, "mode": mode}, run)
+
+    def uncaptured_workload(self) -> Workload:
+        """hal.jit with capture off, on backends that record jitted graphs as device graphs
+        (Backend.capture): beside `[jit]`, what the capture saves per call."""
+        made = functools.cache(lambda device, dtype: self.make(
+            device, dtype, functools.partial(hal.jit, capture=False)))
+
+        def run(*tensors: hal.Tensor) -> hal.Tensor:
+            backend = tensors[0].device.backend
+            if type(backend).capture is hal.Backend.capture:
+                raise NotMeasuredHere(f"{self.name}[{UNCAPTURED}] is measured where the "
+                                      "backend captures jitted graphs (Backend.capture); "
+                                      f"{backend.name} does not, so [jit] is the same")
+            return made(tensors[0].device, tensors[0].dtype)(*tensors)
+
+        return self.workload(UNCAPTURED, {**self.params, "mode": UNCAPTURED}, run)
 
     def peer_workload(self, name: str) -> Workload:
         """The peer `name` (a key of PEER_MODES) on the host."""
@@ -143,7 +166,8 @@ def kdv_case(steps: int = science.KDV_STEPS) -> JitCase:
     params = {"N": problem.n, "steps": steps, "dt": problem.dt,
               "full_steps": kdv.KASSAM_TREFETHEN.steps}
     return JitCase("kdv_kt", params, ("float64",), science.kdv_build(problem, steps),
-                   lambda u0: problem.exact(problem.t_end), make, peer, tolerance_scale=1e4)
+                   lambda u0: problem.exact(problem.t_end), make, peer, tolerance_scale=1e4,
+                   uncaptured=True)
 
 
 def kdv_step_case() -> JitCase:

@@ -14,6 +14,10 @@ preallocated once and shared by liveness with other groups whose values are dead
 then (the result of a movement op, a cast or a complex part may be a view of its
 operand, so it keeps the operand's buffer alive); values the graph returns are written
 into fresh buffers each call.
+
+Capture: an executable made with `capture=True` (hal.jit's, unless HAL_CAPTURE=0) offers
+itself to its backend after `capture.WARMUP` calls; once recorded, a call is one replay of
+the device graph (`capture.py` has the rules).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from .. import dispatch, ops
 from ..runtime.errors import FallbackRefused, FallbackWarning, HalError, KernelError, UnsupportedOp
 from ..runtime.settings import settings
 from ..tensor import Tensor
+from .capture import WARMUP, Capture, CaptureRefused, capture
 from .graph import FUSED, Graph, Node
 from .passes import compiled_group
 
@@ -40,8 +45,11 @@ def label(node: Node) -> str:
 class Executable:
     """A graph compiled for one device: call it with input Tensors, get output Tensors."""
 
-    def __init__(self, graph: Graph, device):
+    def __init__(self, graph: Graph, device, *, capture: bool = False):
         self.graph, self.device = graph, device
+        self.capture_refused: str | None = None  # why the backend did not record the graph
+        self._capture: Capture | None = None
+        self._calls_to_capture = WARMUP if capture else -1
         self.how: list[str] = []  # per node: compiled / unfused / kernel / fallback
         self._steps = [self._bind(node) for node in graph.nodes]
         self._labels = [(label(n), n.dtype.name) for n in graph.nodes]
@@ -137,7 +145,14 @@ class Executable:
     # -- running -----------------------------------------------------------------------
     def __call__(self, *inputs: Tensor) -> list[Tensor]:
         """Output Tensors for input Tensors (of the graph's input shapes and dtypes)."""
-        natives = self._call_natives([t.native for t in inputs])
+        natives = [t.native for t in inputs]
+        if self._capture is not None:
+            natives = self._replay(natives)
+        else:
+            natives = self._call_natives(natives)
+            self._calls_to_capture -= 1
+            if self._calls_to_capture == 0:
+                self._offer([t.native for t in inputs])
         if dispatch.recording():
             self._record()
         wrap, device = Tensor.wrap, self.device
@@ -158,6 +173,34 @@ class Executable:
             raise
         except Exception as e:
             raise self._error(e, _failed_step(e)) from e
+
+    def _offer(self, natives: list) -> None:
+        """Offer a call to the backend's capture hook: a Capture, or the reason kept."""
+        offered = capture(self.device, self._run_captured, natives)
+        if isinstance(offered, str):
+            self.capture_refused = offered
+        else:
+            self._capture = offered
+
+    def _run_captured(self, natives) -> tuple:
+        """One call of the generated function, refused where a node runs on the CPU."""
+        if "fallback" in self.how:
+            k = self.how.index("fallback")
+            raise CaptureRefused(f"{self._where(k)} runs on the CPU (no kernel): its host "
+                                 "round trip cannot be recorded on the device")
+        return self._code(*natives)
+
+    def _replay(self, natives: list) -> tuple:
+        try:
+            return self._capture(natives)
+        except HalError:
+            raise
+        except Exception as e:
+            raise KernelError(
+                f"replaying the captured graph of {len(self.graph.nodes)} nodes on "
+                f"{self.device.name} ({self.device.backend.name} backend) raised "
+                f"{type(e).__name__}: {e}; set HAL_CAPTURE=0 to run it without capture"
+            ) from e
 
     def _run_checked(self, natives: tuple) -> tuple:
         """One call node by node, each result's shape and dtype checked against the graph."""
@@ -201,13 +244,21 @@ class Executable:
         return KernelError(f"{where}: raised {type(e).__name__}: {e}")
 
     def _record(self) -> None:
+        suffix = "+captured" if self._capture is not None else ""
         for (name, dtype), how in zip(self._labels, self.how, strict=True):
-            dispatch.record(name, self.device.name, dtype, how)
+            dispatch.record(name, self.device.name, dtype, how + suffix)
 
     def counts(self) -> Counter:
         """Nodes per way of running: compiled (fused, by the backend), unfused (a group run
-        node by node), kernel, fallback."""
-        return Counter(self.how)
+        node by node), kernel, fallback; and, once capture was offered, every node again
+        as `captured` (replayed as one device graph) or `capture_refused` (the reason in
+        `capture_refused`)."""
+        counts = Counter(self.how)
+        if self._capture is not None:
+            counts["captured"] = len(self.how)
+        elif self.capture_refused is not None:
+            counts["capture_refused"] = len(self.how)
+        return counts
 
 
 _FILENAME = "<hal graph>"

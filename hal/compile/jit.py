@@ -51,13 +51,14 @@ _STATIC = (bool, int, float, complex, str, bytes, type(None))
 
 
 def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(),
-        cache_size: int = 64, retrace_warning: int = 8):
-    """`fn` traced into a graph and compiled per input signature (usable as a decorator)."""
+        cache_size: int = 64, retrace_warning: int = 8, capture: bool = True):
+    """`fn` traced into a graph and compiled per input signature (usable as a decorator);
+    `capture=False` keeps its graphs from being recorded as device graphs (capture.py)."""
     if fn is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, cache_size=cache_size,
-                                 retrace_warning=retrace_warning)
-    return Jitted(fn, static_argnums, static_argnames, cache_size, retrace_warning)
+                                 retrace_warning=retrace_warning, capture=capture)
+    return Jitted(fn, static_argnums, static_argnames, cache_size, retrace_warning, capture)
 
 
 to_static = jit
@@ -67,7 +68,7 @@ class Jitted:
     """A jitted function: call it like the original; `.graph(*args)` shows what it runs."""
 
     def __init__(self, fn: Callable, static_argnums, static_argnames, cache_size: int,
-                 retrace_warning: int):
+                 retrace_warning: int, capture: bool = True):
         if not callable(fn):
             raise HalError(f"hal.jit: {fn!r} is not callable")
         functools.update_wrapper(self, fn)
@@ -78,6 +79,7 @@ class Jitted:
         if cache_size < 1 or retrace_warning < 1:
             raise HalError("hal.jit: cache_size and retrace_warning must be at least 1")
         self.cache_size, self.retrace_warning = cache_size, retrace_warning
+        self.capture = capture
         self._cache: OrderedDict[tuple, _Entry] = OrderedDict()
         self.traces = 0  # how many times fn was traced
 
@@ -96,7 +98,7 @@ class Jitted:
         if len(dispatch.interpreters()) > 1:  # autodiff or a trace watching: op by op
             return entry.rebuild(entry.graph.run(*tensors))
         if entry.executable is None:
-            entry.compile()
+            entry.compile(self.capture)
         return entry.rebuild(entry.executable(*tensors))
 
     def graph(self, *args, **kwargs) -> Graph:
@@ -113,7 +115,7 @@ class Jitted:
         key, tensors = self._key(args, kwargs)
         entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
         if entry.executable is None:
-            entry.compile()
+            entry.compile(self.capture)
         return entry.executable
 
     # -- keys and tracing --------------------------------------------------------------
@@ -176,9 +178,9 @@ class _Entry:
         else:
             self.rebuild = lambda outs: _unflatten(out_tree, iter(outs))
 
-    def compile(self) -> None:
+    def compile(self, capture: bool) -> None:
         """The graph compiled for its device (the backend's executable, else hal's)."""
-        self.executable = pipeline.compile(self.graph, self.device)
+        self.executable = pipeline.compile(self.graph, self.device, capture=capture)
 
 
 # -- argument and result structure --------------------------------------------------------------

@@ -5,7 +5,9 @@ backend whose runtime takes whole graphs (ONNX Runtime's sessions) returns its o
 executable, which hal wraps in a `BackendExecutable` so that `hal.placement()` sees its
 nodes. A backend that returns None gets hal's: the graph lowered for the device, its
 elementwise groups fused (each offered to `Backend.compile_fused`) and replayed by an
-`Executable` without per-op dispatch.
+`Executable` without per-op dispatch; after a few calls the executable offers itself to
+`Backend.capture`, and a backend that records it replays each call as one device graph
+(`Backend.replay`, capture.py).
 """
 
 from __future__ import annotations
@@ -13,18 +15,22 @@ from __future__ import annotations
 from collections import Counter
 
 from .. import dispatch
+from ..runtime.settings import settings
 from ..tensor import Tensor
 from .executable import Executable, label
 from .graph import Graph
 from .passes import optimize
 
 
-def compile(graph: Graph, device):
+def compile(graph: Graph, device, *, capture: bool = True):
     """An executable of `graph` for `device`: called with the graph's input Tensors it
-    returns the output Tensors (a list); `counts()` says how its nodes run."""
+    returns the output Tensors (a list); `counts()` says how its nodes run. hal's own
+    executable offers itself to the backend's capture hook after a few calls (capture.py)
+    unless `capture` is False or HAL_CAPTURE=0."""
     executable = device.backend.compile(graph, device)
     if executable is None:
-        return Executable(optimize(graph, device), device)
+        return Executable(optimize(graph, device), device,
+                          capture=capture and settings.capture)
     if isinstance(executable, Executable):  # hal's own machinery: it records itself
         return executable
     return BackendExecutable(executable, graph, device)

@@ -80,6 +80,28 @@ class Backend:
         """
         return None
 
+    def capture(self, device: Device, run: Callable[[], None]):
+        """A device graph recording the launches of one call of `run()`, or None (the
+        default) for no capture: hal's jitted graphs then run as they are.
+
+        hal offers a jitted graph here after a few ordinary calls (hal/compile/capture.py).
+        `run()` runs the graph once on fixed input buffers, through your kernels; call it as
+        often as you need (warm-ups on your capture queue, so its memory pool is settled)
+        and record the launches of the last call. Raise to refuse (a host sync, a library
+        that refuses capture, hal's own refusal from `run()`): the message becomes the
+        executable's `capture_refused` and the graph runs uncaptured. Whatever you return
+        is handed to `replay`, once per call of the jitted function.
+        """
+        return None
+
+    def replay(self, device: Device, graph, copies: list, outputs: list) -> list:
+        """Launch a graph from `capture` once: first copy each (source, fixed buffer) native
+        pair of `copies` (the call's inputs into the buffers the graph reads), then the
+        launches, ordered after the copies; return a new native copy of each of `outputs`
+        (the buffers the graph writes, which the next replay overwrites), taken after
+        them. Called only for graphs `capture` returned."""
+        raise NotImplementedError  # abstract hook: only a backend whose capture records
+
     def unsupported_on(self, device: Device) -> Mapping[str, str]:
         """Op or dtype name -> why, for one device (default: the backend's `unsupported`)."""
         return self.unsupported

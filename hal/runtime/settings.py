@@ -9,6 +9,8 @@ from pathlib import Path
 from .errors import HalError
 
 FALLBACK_POLICIES = ("error", "warn", "allow")
+SWITCH = {"1": True, "true": True, "on": True, "yes": True,
+          "0": False, "false": False, "off": False, "no": False}
 
 
 @dataclass
@@ -20,6 +22,7 @@ class Settings:
     device: str | None = None  # HAL_DEVICE=opencl:0: the default device
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "hal")  # HAL_CACHE_DIR
     probe_timeout: float = 30.0  # HAL_PROBE_TIMEOUT: seconds a plugin may take to load or probe
+    capture: bool = True  # HAL_CAPTURE=0: jitted graphs are never recorded as device graphs
     invalid: str | None = None  # why the environment was refused (the defaults stand in)
 
     @classmethod
@@ -38,12 +41,17 @@ class Settings:
         if not _positive_number(timeout):
             raise HalError(f"HAL_PROBE_TIMEOUT={timeout!r} is not a positive number of seconds; "
                            "unset it or give e.g. 30")
+        capture = env.get("HAL_CAPTURE", "1").strip().lower() or "1"
+        if capture not in SWITCH:
+            raise HalError(f"HAL_CAPTURE={capture!r} is not a switch; set it to 1 (capture "
+                           "jitted graphs where the backend can) or 0 (never)")
         return cls(
             backends=backends,
             fallback=fallback,
             device=env.get("HAL_DEVICE") or None,
             cache_dir=Path(cache).expanduser() if cache else cls().cache_dir,
             probe_timeout=float(timeout),
+            capture=SWITCH[capture],
         )
 
     @classmethod

@@ -23,7 +23,7 @@ from reports.figures.lookup import (
 from reports.frame import format_seconds
 from reports.section import Block, Section
 
-HAL_MODES = ("eager", "jit")
+HAL_MODES = ("eager", "jit", "jit-uncaptured")
 WHO = ("mode", "peer")  # params naming who ran a case, not what it computes
 FIRST_CALL = ("first_call_empty_cache_s", "first_call_disk_cache_s")
 
@@ -79,15 +79,21 @@ def _hal_rows(ms: list[Measurement]) -> dict[tuple, dict[str, Measurement]]:
 
 
 def eager_against_jit(ms: list[Measurement]) -> pd.DataFrame:
-    """Case x backend: eager and jitted medians and eager/jit."""
+    """Case x backend: eager and jitted medians and eager/jit; where the backend captured
+    jitted graphs, the uncaptured jit beside them."""
     rows = []
     for (case, params, dtype, backend, _), modes in sorted(_hal_rows(ms).items()):
         if "eager" not in modes:
             continue
         eager, jit = modes.get("eager"), modes.get("jit")
-        rows.append({"case": case, "params": params, "dtype": dtype, "backend": backend,
-                     "eager": seconds_cell(eager), "hal.jit": seconds_cell(jit),
-                     "eager/jit": ratio(median(eager), median(jit))})
+        row = {"case": case, "params": params, "dtype": dtype, "backend": backend,
+               "eager": seconds_cell(eager), "hal.jit": seconds_cell(jit),
+               "eager/jit": ratio(median(eager), median(jit))}
+        uncaptured = modes.get("jit-uncaptured")
+        if uncaptured is not None and uncaptured.status != "skipped":
+            row |= {"hal.jit uncaptured": seconds_cell(uncaptured),
+                    "uncaptured/jit": ratio(median(uncaptured), median(jit))}
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -118,6 +124,8 @@ def kdv_solve(ms: list[Measurement]) -> pd.DataFrame:
     """Every kdv_kt measurement: per step, the full solve extrapolated, the error."""
     rows = []
     for m, _, label in of_cases(ms, ("kdv_kt",)):
+        if label == "jit-uncaptured" and m.status == "skipped":  # a backend that captures nothing
+            continue
         who = str(m.params["peer"]) if "peer" in m.params else f"hal {label} on {m.device}"
         rows.append({"who": who, "dtype": m.dtype, "steps measured": m.params.get("steps"),
                      "per step": seconds_cell(m, per_item),

@@ -10,9 +10,10 @@ import pytest
 import hal
 from benchmarks.suites import jit
 from benchmarks.timing import TimingOptions, measure, normwise_error
-from benchmarks.workload import suite_workloads
+from benchmarks.workload import NotMeasuredHere, suite_workloads
 from frontends.autograd import kth_derivative
 from frontends.science import peers
+from tests.hal.test_capture import RecordingBackend
 
 TINY = {
     "kdv_kt": lambda: jit.kdv_case(steps=4),
@@ -126,3 +127,17 @@ def test_the_trace_cache_is_checked_and_its_counts_recorded(cpu):
     record = measure(jit.cache_workload(), "jit", "float64", cpu, ONE_CALL)
     assert record.status == "ok" and record.check.passed
     assert record.facts["traces_after_each_call"] == "1 1 1 2 2"
+
+
+def test_kdv_uncaptured_is_measured_where_the_backend_captures():
+    case = TINY["kdv_kt"]()
+    uncaptured = _workload(case, jit.UNCAPTURED)
+    assert uncaptured.params["mode"] == "jit-uncaptured"
+    with pytest.raises(NotMeasuredHere, match="cpu does not, so \\[jit\\] is the same"):
+        _checked(uncaptured, "float64")
+    recording = RecordingBackend()
+    device = recording.open()
+    jitted = _workload(case, "jit")
+    np.testing.assert_array_equal(_checked(uncaptured, "float64", device=device),
+                                  _checked(jitted, "float64", device=device))
+    assert len(recording.captures) == 1 and recording.replays > 0  # [jit] only was captured

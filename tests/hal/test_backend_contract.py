@@ -16,7 +16,7 @@ DEVICE_HOOKS = ("_alloc", "_free", "_copy_in", "_copy_out", "_empty", "_upload",
                 "_elapsed", "_describe")
 DEVICE_SETTINGS = ("timer", "oom_errors", "max_allocation")
 BACKEND_HOOKS = ("why_unavailable", "device_count", "_load_kernels", "_open_device",
-                 "compile", "compile_fused", "unsupported_on", "dtypes")
+                 "compile", "compile_fused", "capture", "replay", "unsupported_on", "dtypes")
 BACKEND_SETTINGS = ("name", "api_version", "kernels", "unsupported")
 DESCRIBE_KEYS = {"name", "vendor", "driver_version", "runtime_version", "memory_bytes",
                  "compute_units", "extra"}

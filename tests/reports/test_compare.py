@@ -134,3 +134,14 @@ def test_a_run_on_a_busy_machine_is_flagged(base_and_new, tmp_path, capsys):
     busy.write_text("\n".join(json.dumps(r) for r in lines))
     main(["compare", str(base), str(busy)])
     assert "busy.jsonl started at load average 64.00" in capsys.readouterr().out
+
+
+def test_escape_sequences_in_a_results_file_do_not_reach_the_terminal(measurement, results_file,
+                                                                      capsys):
+    name = "add\x1b]0;owned\x07\x1b[2J"
+    base = results_file("base.jsonl", [measurement(name, "cpu", 0.010, 1)], "base")
+    new = results_file("new.jsonl", [measurement(name, "cpu", 0.010, 2)], "new")
+    main(["compare", str(base), str(new)])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "add\\x1b]0;owned\\x07\\x1b[2J" in out

@@ -200,3 +200,14 @@ def test_a_malformed_conformance_file_is_a_clear_error(tmp_path, capsys, content
     assert main(["report", str(path), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert str(path) in err and problem in err and "hal conformance --out" in err
+
+
+def test_a_conformance_file_larger_than_any_record_is_refused_unread(tmp_path, monkeypatch):
+    path = tmp_path / "conformance-huge.json"
+    path.write_text('[{"backend": "cpu", "device": "cpu:0", "ok": true, "cells": []}]' + " " * 200)
+    monkeypatch.setenv("HAL_MAX_RECORD_BYTES", "100")
+    with pytest.raises(ResultsError, match=r"conformance-huge.json: .* more than the 100 .*"
+                                           "HAL_MAX_RECORD_BYTES"):
+        read_conformance(path)
+    monkeypatch.delenv("HAL_MAX_RECORD_BYTES")
+    assert read_conformance(path)[0].backend == "cpu"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from benchmarks.schema.files import load_results
@@ -21,6 +22,10 @@ def jit_file(suite_measurement, results_file):
             max_error=3e-7, seed=1),
           m("kdv_kt[eager]", "opencl", 0.090, params={**KDV, "mode": "eager"}, items=200),
           m("kdv_kt[jit]", "opencl", 0.030, params={**KDV, "mode": "jit"}, items=200),
+          m("kdv_kt[jit-uncaptured]", "opencl", 0.060, params={**KDV, "mode": "jit-uncaptured"},
+            items=200),
+          m("kdv_kt[jit-uncaptured]", "cpu", 0.0, status="skipped", error="NotMeasuredHere",
+            params={**KDV, "mode": "jit-uncaptured"}, items=200),
           m("kdv_kt[numpy]", "cpu", 0.010, items=200,
             params={**KDV, "mode": "numpy", "peer": "numpy 2.4"}),
           m("kdv_kt[jax]", "cpu", 0.0, items=200, status="skipped", error="PeerUnavailable",
@@ -50,6 +55,8 @@ def test_eager_against_jit_per_backend(jit_file):
     assert float(by["kdv_kt", "opencl"]["eager/jit"]) == pytest.approx(3.0, rel=0.02)
     assert float(by["chain", "cpu"]["eager/jit"]) == pytest.approx(4.0, rel=0.02)
     assert ("kdv_step", "cpu") not in by  # no eager twin: the compile table has it
+    assert float(by["kdv_kt", "opencl"]["uncaptured/jit"]) == pytest.approx(2.0, rel=0.02)
+    assert pd.isna(by["kdv_kt", "cpu"]["hal.jit uncaptured"])  # skipped there: no column
 
 
 def test_jit_against_the_peers_on_the_host(jit_file):
@@ -71,7 +78,7 @@ def test_kdv_per_step_and_the_full_solve_extrapolated(jit_file):
     assert row["max-norm error"] == "3e-07"
     assert set(table["who"]) == {"hal eager on cpu:0", "hal jit on cpu:0", "numpy 2.4",
                                  "hal eager on opencl:0", "hal jit on opencl:0",
-                                 "jax unavailable"}
+                                 "hal jit-uncaptured on opencl:0", "jax unavailable"}
 
 
 def test_replay_per_node_compile_times_and_the_cache(jit_file):
