@@ -5,7 +5,7 @@ real device. Kernels are generated OpenCL C, built once per device and source:
 strided elementwise and movement kernels with broadcasting, reductions, tiled GEMM,
 Stockham/Bluestein FFT, scans (pyopencl.scan), bitonic sorts, gathers, fused kernels
 for the composites, and one generated kernel per fused group of a graph
-(graph_kernels); a jitted graph is then replayed as one prepared enqueue plan (replay).
+(graph_kernels); a jitted graph is then replayed as one prepared enqueue plan (capture).
 The kernel modules import no pyopencl at their top, so this module
 loads (and says why) without it.
 """
@@ -66,12 +66,17 @@ class OpenCLBackend(hal.Backend):
 
         return OpenCLDevice(self, index, self._list()[index])
 
-    def compile(self, graph, device):
-        """hal's Executable of the graph, replayed from one prepared enqueue plan once its
-        second call has been recorded (see replay.py)."""
-        from .replay import ReplayedExecutable
+    def capture(self, device, run):
+        """One call of a jitted graph recorded from pyopencl's launches (see capture.py)."""
+        from .capture import capture
 
-        return ReplayedExecutable(graph, device)
+        return capture(device, run)
+
+    def replay(self, device, graph, copies, outputs):
+        """The recorded call as one prepared enqueue plan (see capture.py)."""
+        from .capture import replay
+
+        return replay(device, graph, copies, outputs)
 
     def compile_fused(self, body, device):
         """One generated kernel for a fused group (see graph_kernels), or None to decline."""

@@ -12,7 +12,7 @@ Cases, each checked against its reference before timing:
 - `kdv_kt`: 200 ETDRK4 steps of the Kassam-Trefethen KdV problem (N=256, float64; the
   step is jitted, the loop is Python), against the exact 2-soliton in the max norm;
   items are steps, and `full_steps` the steps of the whole solve. On a backend that
-  records jitted graphs as device graphs (cuda), `kdv_kt[jit-uncaptured]` times the same
+  records jitted graphs as device graphs (cuda, opencl), `kdv_kt[jit-uncaptured]` times the same
   step with capture off: captured against replayed.
 - `navier_stokes`: 5 IF-RK4 steps of Kolmogorov flow on 256^2, against numpy in complex128.
 - `taylor`: f^(k) of sin(x) exp(-x^2) at 10^4 points by Taylor mode, k = 10 and 16,

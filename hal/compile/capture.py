@@ -18,8 +18,10 @@ The rules, once per executable (one per cache key of `hal.jit`):
   (`replay` makes them): a result the caller holds is never overwritten by a later call.
   An output that is a graph input or constant is handed out as without capture;
 - refused: a node run on the CPU (a host round trip) or a hook that raises (a host sync,
-  a library call that refuses capture) leaves the executable running as before, its
-  `capture_refused` set to the reason and its `counts()` saying `capture_refused`;
+  a library call that refuses capture; `replay` raising CaptureRefused, as a backend that
+  checks its recording at the first replay does) leaves the executable running as
+  before, its `capture_refused` set to the reason and its `counts()` saying
+  `capture_refused`;
 - off: `HAL_CAPTURE=0` in the environment, or `hal.jit(f, capture=False)`.
 A backend without the hooks (`Backend.capture` returns None) sees nothing of this.
 """

@@ -146,15 +146,17 @@ class Executable:
     def __call__(self, *inputs: Tensor) -> list[Tensor]:
         """Output Tensors for input Tensors (of the graph's input shapes and dtypes)."""
         natives = [t.native for t in inputs]
-        if self._capture is not None:
+        replayed = self._capture is not None
+        if replayed:
             natives = self._replay(natives)
+            replayed = self._capture is not None  # unless the backend refused it just now
         else:
             natives = self._call_natives(natives)
             self._calls_to_capture -= 1
             if self._calls_to_capture == 0:
                 self._offer([t.native for t in inputs])
         if dispatch.recording():
-            self._record()
+            self._record(replayed)
         wrap, device = Tensor.wrap, self.device
         if self._all_nodes:
             return [wrap(native, device) for native in natives]
@@ -193,6 +195,9 @@ class Executable:
     def _replay(self, natives: list) -> tuple:
         try:
             return self._capture(natives)
+        except CaptureRefused as e:  # the backend's check at its first replay: run uncaptured
+            self._capture, self.capture_refused = None, str(e)
+            return self._call_natives(natives)
         except HalError:
             raise
         except Exception as e:
@@ -243,8 +248,8 @@ class Executable:
         where = self._where(k) if k is not None else f"a graph on {self.device.name}"
         return KernelError(f"{where}: raised {type(e).__name__}: {e}")
 
-    def _record(self) -> None:
-        suffix = "+captured" if self._capture is not None else ""
+    def _record(self, replayed: bool) -> None:
+        suffix = "+captured" if replayed else ""
         for (name, dtype), how in zip(self._labels, self.how, strict=True):
             dispatch.record(name, self.device.name, dtype, how + suffix)
 

@@ -99,7 +99,8 @@ class Backend:
         pair of `copies` (the call's inputs into the buffers the graph reads), then the
         launches, ordered after the copies; return a new native copy of each of `outputs`
         (the buffers the graph writes, which the next replay overwrites), taken after
-        them. Called only for graphs `capture` returned."""
+        them. Called only for graphs `capture` returned. Raising hal's CaptureRefused
+        (hal.compile.capture) drops the capture: the call and later ones run uncaptured."""
         raise NotImplementedError  # abstract hook: only a backend whose capture records
 
     def unsupported_on(self, device: Device) -> Mapping[str, str]:

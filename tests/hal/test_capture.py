@@ -222,7 +222,10 @@ def test_placement_shows_the_replayed_nodes_as_captured():
     device = RecordingBackend().open()
     step = hal.jit(lambda x: hal.exp(x) * 2.0 + x)
     x = hal.asarray(np.linspace(0.0, 1.0, 4), device=device)
-    step(x), step(x)
+    step(x)
+    with hal.placement() as offered:  # this call runs uncaptured, then is offered
+        step(x)
     with hal.placement() as where:
         step(x)
+    assert {how for *_, how in offered.records} == {"compiled"}
     assert {how for *_, how in where.records} == {"compiled+captured"}

@@ -1,26 +1,28 @@
-"""A jitted graph on OpenCL replayed as one prepared enqueue plan (`Backend.compile`'s answer).
+"""A jitted graph on OpenCL replayed as one prepared enqueue plan: the backend's capture hooks
+(hal.Backend.capture/replay, hal/compile/capture.py).
 
 hal's `Executable` already runs a graph without dispatch, but each node still costs a
 kernel invocation from Python: every argument set again, output arrays made, plan and
-cache lookups. `ReplayedExecutable` is that Executable with one more step: its second call
-(the first checks every node) runs while a `Recording` watches pyopencl on this thread,
-and what it saw becomes a `Plan`: one clone of each launched kernel with its arguments
-set for good, the buffers of every intermediate value kept. A later call only rebinds
-the input buffers and fresh output buffers (`Kernel.set_arg`) and enqueues the kernels
-(`enqueue_nd_range_kernel`): no allocation but the outputs, no wait, no lookup.
+cache lookups. `capture` runs the graph once to warm it (programs built, FFT plans made),
+then once more while a `Recording` watches pyopencl on this thread: one clone of each
+launched kernel with its arguments set for good, the buffers of every intermediate kept.
+`replay` turns that into a `Plan` at its first call and then only rebinds the input
+buffers and fresh output buffers (`Kernel.set_arg`) and enqueues the kernels
+(`enqueue_nd_range_kernel`): no allocation but the outputs, no wait, no lookup. Inputs
+whose layout differs from the capture's are copied into the capture's buffers instead.
 
-The plan is checked before it is trusted: replayed once on the capture's inputs, it must
-give the capture's outputs bit for bit. A call the plan cannot take (inputs at other
-offsets or sharing a buffer, inside `hal.placement()`) runs the Executable, as does every
-call after a replay that raised. A graph is
-never planned (`declined` says why) when a node runs on the host, when the capture moved
-data (copies, fills, reads: the op depends on host work), enqueued kernels behind
-pyopencl's back (VkFFT, a bare enqueue), or returned a buffer no kernel writes.
+The plan is checked before it is trusted: at the first replay, run on the capture's own
+inputs, it must give the capture's outputs bit for bit. A graph is refused (hal runs it
+uncaptured, with the reason) when the capture moved data (copies, fills, reads: the op
+depends on host work), enqueued kernels behind pyopencl's back (VkFFT, a bare enqueue),
+returned a buffer no kernel writes or an input's buffer, or its plan's check failed.
 
-Memory: the plan keeps every intermediate buffer of the capture, each its own (hal's
-Executable shares buffers by liveness only among the fused groups it preallocates).
-Like the Executable's shared buffers, a plan serves one call at a time: calls of one
-jitted function from several threads at once need a lock.
+`cl_khr_command_buffer`: PoCL 3.0 does not offer it, and pyopencl (2026.1) has no binding
+for it; PoCL 3.1's support submits each recorded command as its own enqueue, which would
+save argument checks, not the per-command cost that remains here (~10 us per kernel).
+
+Memory: the plan keeps every intermediate buffer of the capture, each its own. A plan
+serves one call at a time, as the Executable's shared buffers do.
 """
 
 from __future__ import annotations
@@ -31,9 +33,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl._cl as _cl
 
-from hal import Tensor, dispatch
-from hal.compile.executable import Executable
-from hal.compile.passes import optimize
+from hal.compile.capture import CaptureRefused
 
 # pyopencl's enqueue functions that are not a kernel launch, a marker or a barrier: each
 # moves or writes data, which a replayed plan would not repeat
@@ -125,8 +125,7 @@ class Plan:
     """The recorded launches of one call, prepared: `run(natives)` rebinds the inputs'
     buffers, allocates the outputs and enqueues every kernel, nothing else."""
 
-    def __init__(self, device, recording: Recording, inputs: list, outputs: list,
-                 constants: list):
+    def __init__(self, device, recording: Recording, inputs: list, outputs: list):
         self.device, self.queue = device, device.queue
         self.launches = [(k, g, lo, off) for k, g, lo, off, _ in recording.launches]
         self.offsets = tuple(a.offset for a in inputs)
@@ -134,14 +133,13 @@ class Plan:
         self.refused = None
         if len(position) < len(inputs):
             self.refused = "two inputs share a buffer"
-        kept = {id(c.base_data) for c in constants}
         slots = {}  # id of an output buffer -> its index among the fresh ones
         self.outputs = []  # per output: (fresh buffer index, shape, dtype, strides, offset)
         self.sizes = []
         for a in outputs:
             key = id(a.base_data)
-            if key in position or key in kept:
-                self.refused = "an output is an input's or a constant's buffer"
+            if key in position:
+                self.refused = "an output is a view of an input's buffer"
             if key not in slots:
                 slots[key] = len(self.sizes)
                 self.sizes.append(a.base_data.size)
@@ -181,53 +179,49 @@ class Plan:
                 for i, shape, dtype, strides, offset in self.outputs]
 
 
-class ReplayedExecutable(Executable):
-    """hal's Executable of a graph on an OpenCL device, replayed from a `Plan` after its
-    second call (see the module's docstring); `declined` says why a graph has none."""
+class RecordedGraph:
+    """What `capture` recorded; its `Plan` made at the first replay."""
 
-    def __init__(self, graph, device):
-        super().__init__(optimize(graph, device), device)
-        self.plan: Plan | None = None
-        self.declined: str | None = (
-            "a node runs on the host (fallback)" if "fallback" in self.how else None)
-        self.called = False  # the first call checks every node: the second is recorded
+    def __init__(self, recording: Recording):
+        self.recording, self.plan = recording, None
 
-    def __call__(self, *inputs: Tensor) -> list[Tensor]:
-        """Output Tensors for input Tensors: by the plan when it takes them."""
-        plan, natives = self.plan, [t.native for t in inputs]
-        if not dispatch.recording():
-            if plan is not None and plan.accepts(natives):
-                try:
-                    return self._tensors(inputs, plan.run(natives))
-                except cl.Error as e:  # the Executable runs it, naming the node that fails
-                    self.plan, self.declined = None, f"its replay raised {type(e).__name__}: {e}"
-            if plan is None and self.declined is None and self.called:
-                return self._capture(inputs, natives)
-        self.called = True
-        return super().__call__(*inputs)
 
-    def _capture(self, inputs, natives) -> list[Tensor]:
-        """The call run while recording; the plan kept if its replay gives the same."""
-        with Recording(self.device) as recording:
-            outputs = super().__call__(*inputs)
-        nodes = [t.native for r, t in zip(self.graph.outputs, outputs, strict=True)
-                 if r[0] == "node"]
-        plan = Plan(self.device, recording, natives, nodes,
-                    [c.native for c in self.graph.constants])
-        self.declined = recording.refused or plan.refused
-        if self.declined is not None:
-            return outputs
-        replayed = plan.run(natives)
-        download = self.device.download
-        if all(np.array_equal(download(a), download(b), equal_nan=True)
-               for a, b in zip(nodes, replayed, strict=True)):
-            self.plan = plan
-            return self._tensors(inputs, replayed)
-        self.declined = "its replay differed from the recorded call"
-        return outputs
+def capture(device, run) -> RecordedGraph:
+    """One call of `run()` recorded after one warm-up call; CaptureRefused naming what a
+    plan could not repeat."""
+    run()
+    with Recording(device) as recording:
+        run()
+    if recording.refused is not None:
+        raise CaptureRefused(f"{device.name}: {recording.refused}")
+    return RecordedGraph(recording)
 
-    def _tensors(self, inputs, natives) -> list[Tensor]:
-        device, made = self.device, iter(natives)
-        return [inputs[r[1]] if r[0] == "input" else self.graph.constants[r[1]]
-                if r[0] == "const" else Tensor.wrap(next(made), device)
-                for r in self.graph.outputs]
+
+def replay(device, graph: RecordedGraph, copies: list, outputs: list) -> list:
+    """The outputs of one run of the plan for the call's inputs (see the module)."""
+    fixed = [buffer for _, buffer in copies]
+    if graph.plan is None:
+        graph.plan = _checked_plan(device, graph.recording, fixed, outputs)
+    sources = [source for source, _ in copies]
+    if graph.plan.accepts(sources):
+        return graph.plan.run(sources)
+    for source, buffer in copies:  # at other offsets: into the capture's own (contiguous) buffers
+        cl.enqueue_copy(device.queue, buffer.base_data, source.base_data,
+                        byte_count=source.nbytes, src_offset=source.offset,
+                        dst_offset=buffer.offset)
+    return graph.plan.run(fixed)
+
+
+def _checked_plan(device, recording: Recording, fixed: list, outputs: list) -> Plan:
+    """The recording's plan, run once on the capture's inputs (still in `fixed`): it must
+    give the capture's `outputs` bit for bit, else CaptureRefused."""
+    plan = Plan(device, recording, fixed, outputs)
+    if plan.refused is None:
+        download = device.download
+        replayed = plan.run(fixed)
+        if not all(np.array_equal(download(a), download(b), equal_nan=True)
+                   for a, b in zip(outputs, replayed, strict=True)):
+            plan.refused = "its replay differed from the recorded call"
+    if plan.refused is not None:
+        raise CaptureRefused(f"{device.name}: {plan.refused}")
+    return plan

@@ -1,6 +1,7 @@
-"""A jitted graph on OpenCL replayed from one prepared enqueue plan (backends/opencl/replay.py):
-the same answers as eager for new inputs each call, no kernel invocation from Python and
-no allocation but the outputs once planned, and the graphs a plan cannot repeat declined."""
+"""A jitted graph on OpenCL captured and replayed from one prepared enqueue plan
+(backends/opencl/capture.py, through hal's capture hooks): the same answers as eager for new
+inputs each call, no kernel invocation from Python and no allocation but the outputs once
+planned, and the graphs a plan cannot repeat refused with the reason."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ if not hal.backend("opencl").is_available():
     pytest.skip(f"no OpenCL device: {hal.backend('opencl').why_unavailable()}",
                 allow_module_level=True)
 
-from backends.opencl.replay import Recording
+from backends.opencl.capture import Recording
 
 N = 64
 RNG = np.random.default_rng(3)
@@ -39,9 +40,10 @@ def _state(dev):
 
 
 def _planned(dev, fn, *args):
-    """fn jitted and called twice (checked, then recorded): its executable."""
+    """fn jitted and called three times (checked; offered to capture; the first replay makes
+    and checks the plan): the jitted function and its executable."""
     jitted = hal.jit(fn)
-    for _ in range(2):
+    for _ in range(3):
         jitted(*args)
     return jitted, jitted.compiled(*args)
 
@@ -49,7 +51,7 @@ def _planned(dev, fn, *args):
 def test_replay_gives_eager_answers_for_new_inputs(dev):
     e = _state(dev)
     jitted, executable = _planned(dev, spectral, _state(dev), e)
-    assert executable.declined is None and executable.plan is not None
+    assert executable.capture_refused is None and executable.counts()["captured"] > 0
     v = w = _state(dev)
     for _ in range(4):  # each call's input is the previous call's output
         v, w = spectral(v, e), jitted(w, e)
@@ -100,7 +102,7 @@ def test_an_output_viewing_an_intermediate_gets_a_fresh_buffer_each_call(dev):
 
     x = hal.asarray(RNG.standard_normal(32), device=dev)
     jitted, executable = _planned(dev, fn, x)
-    assert executable.declined is None
+    assert executable.capture_refused is None and executable.counts()["captured"] > 0
     first = jitted(x)
     y = hal.asarray(RNG.standard_normal(32), device=dev)
     second = jitted(y)
@@ -109,13 +111,14 @@ def test_an_output_viewing_an_intermediate_gets_a_fresh_buffer_each_call(dev):
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-14)
 
 
-def test_an_output_on_an_input_buffer_declines_the_plan(dev):
+def test_an_output_on_an_input_buffer_refuses_the_capture(dev):
     def fn(x):
         return hal.reshape(x, (4, 8)), x + 1.0
 
     x = hal.asarray(RNG.standard_normal(32), device=dev)
     jitted, executable = _planned(dev, fn, x)
-    assert executable.plan is None and "input" in executable.declined
+    assert "view of an input" in executable.capture_refused
+    assert executable.counts()["capture_refused"] > 0
     y = hal.asarray(RNG.standard_normal(32), device=dev)
     view, plus = jitted(y)
     np.testing.assert_array_equal(view.numpy(), y.numpy().reshape(4, 8))
@@ -138,7 +141,7 @@ def test_recording_refuses_what_a_plan_would_not_repeat(dev):
     assert clean.refused is None and len(clean.launches) == 1
 
 
-def test_a_replay_that_raises_hands_the_graph_back_to_the_executable(dev, monkeypatch):
+def test_a_replay_that_raises_names_the_switch_and_the_next_call_replays(dev, monkeypatch):
     e, v = _state(dev), _state(dev)
     jitted, executable = _planned(dev, spectral, v, e)
 
@@ -146,10 +149,21 @@ def test_a_replay_that_raises_hands_the_graph_back_to_the_executable(dev, monkey
         raise cl.RuntimeError("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES")
 
     monkeypatch.setattr(cl._cl, "enqueue_nd_range_kernel", failing)
-    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", failing)
-    with pytest.raises(hal.HalError):  # the Executable's kernels meet the same failure
+    with pytest.raises(hal.HalError, match=r"OUT_OF_RESOURCES.*HAL_CAPTURE=0"):
         jitted(v, e)
     monkeypatch.undo()
-    assert executable.plan is None and "OUT_OF_RESOURCES" in executable.declined
+    assert executable.counts()["captured"] > 0
+    np.testing.assert_allclose(jitted(v, e).numpy(), spectral(v, e).numpy(), rtol=1e-13,
+                               atol=1e-13)
+
+
+def test_a_plan_that_differs_from_the_recording_is_refused_at_its_first_replay(dev, monkeypatch):
+    from backends.opencl import capture
+
+    monkeypatch.setattr(capture.Plan, "run", lambda plan, natives: [
+        dev.upload(np.zeros(o[1], o[2])) for o in plan.outputs])
+    e, v = _state(dev), _state(dev)
+    jitted, executable = _planned(dev, spectral, v, e)
+    assert "differed from the recorded call" in executable.capture_refused
     np.testing.assert_allclose(jitted(v, e).numpy(), spectral(v, e).numpy(), rtol=1e-13,
                                atol=1e-13)
