@@ -200,6 +200,32 @@ def test_take_along_an_axis_and_flattened(numpy_as_cupy, d):
         _check_host("take", take(x, idx[:0], axis=1), x, idx[:0], axis=1)
 
 
+def _cupy14_matmul(a, b):
+    """cupy 14's matmul: bfloat16 only as one 2-d GEMM (its batched path and its vector dot
+    look the dtype up by char code, which numpy does not know); the result in a's dtype."""
+    rows, cols = a.shape[0] if a.ndim == 2 else 1, b.shape[-1] if b.ndim == 2 else 1
+    if a.dtype == dt.bfloat16 and (max(a.ndim, b.ndim) > 2 or rows * cols == 1):
+        raise TypeError("data type 'E' not understood")
+    return np.matmul(a, b).astype(a.dtype)
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [
+    ((4, 5), (5, 3)), ((2, 3, 4, 5), (5, 3)), ((5,), (5, 3)), ((2, 4, 5), (5,)),
+    ((5,), (5,)), ((1, 5), (5, 1)), ((2, 4, 5), (2, 5, 3)), ((4, 5), (3, 5, 2)),
+    ((0, 5), (5, 3)), ((4, 0), (0, 3))])
+def test_bfloat16_matmul_of_every_shape_within_what_cupy_multiplies(numpy_as_cupy, a_shape,
+                                                                    b_shape):
+    from backends.cuda.gemm import bfloat16_matmul
+
+    if dt.bfloat16 is None:
+        pytest.skip("no bfloat16 without ml_dtypes")
+    numpy_as_cupy.matmul = _cupy14_matmul
+    a, b = _data(a_shape, "bfloat16"), _data(b_shape, "bfloat16")
+    got = bfloat16_matmul(a, b)
+    assert got.dtype == dt.bfloat16
+    _check_host("matmul", got, a, b)
+
+
 def _host_divmod(tmp_path):
     """The float floor_divide/remainder kernels' C (the op set's C table spelled for CUDA)
     compiled for the host: (a, b) -> (q, r)."""
