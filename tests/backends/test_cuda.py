@@ -226,6 +226,42 @@ def test_bfloat16_matmul_of_every_shape_within_what_cupy_multiplies(numpy_as_cup
     _check_host("matmul", got, a, b)
 
 
+@pytest.fixture
+def scipy_as_cupyx(monkeypatch):
+    """`from cupyx.scipy import fft` gives scipy.fft, whose irfft answers NaN for imaginary
+    DC or Nyquist parts (cuFFT's C2R leaves them undefined) and with overwrite_x=True
+    destroys its input afterwards, as cuFFT's C2R may."""
+    import scipy.fft
+
+    def irfft(x, *, n, axis, overwrite_x=False, **params):
+        out = scipy.fft.irfft(x, n=n, axis=axis, **params)
+        if np.take(x, [0, n // 2] if n % 2 == 0 else [0], axis=axis).imag.any():
+            out[...] = np.nan
+        if overwrite_x:
+            x[...] = np.nan
+        return out
+
+    fft = types.SimpleNamespace(irfft=irfft)
+    cupyx = types.ModuleType("cupyx")
+    cupyx.scipy = types.SimpleNamespace(fft=fft)
+    for name, module in (("cupyx", cupyx), ("cupyx.scipy", cupyx.scipy),
+                         ("cupyx.scipy.fft", fft)):
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+@pytest.mark.parametrize("d", ["complex64", "complex128"])
+def test_irfftn_ignores_the_parts_numpy_ignores_and_leaves_its_input(numpy_as_cupy,
+                                                                     scipy_as_cupyx, d):
+    from backends.cuda.fft import irfftn
+
+    x = _data((4, 5, 6), d)  # not Hermitian: DC and Nyquist have imaginary parts
+    for axes, n in (((2,), 10), ((2,), 11), ((1,), 8), ((0, 2), 10), ((2, 0), 7), ((2,), 1)):
+        case = x[..., :1] if n == 1 else x
+        before = case.copy()
+        _check_host("irfftn", irfftn(case, axes=axes, n=n), case, axes=axes, n=n)
+        np.testing.assert_array_equal(case, before)
+
+
 def _host_divmod(tmp_path):
     """The float floor_divide/remainder kernels' C (the op set's C table spelled for CUDA)
     compiled for the host: (a, b) -> (q, r)."""
