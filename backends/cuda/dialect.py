@@ -1,11 +1,15 @@
 """CUDA C++ as the op set's C expressions need it (hal/ops/expressions/c.py): cupy's C types,
-`__device__` helpers, and complex<T> (cupy's complex.cuh) for the complex functions."""
+`__device__` helpers, complex<T> (cupy's complex.cuh) for complex values, and numpy's
+complex functions (hal/ops/expressions/complex_c.py, as the OpenCL backend's)."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from hal import dtypes as dt
+from hal.ops.expressions import complex_c
 
 CTYPES = {
     dt.bool_: "bool", dt.int8: "signed char", dt.uint8: "unsigned char", dt.int32: "int",
@@ -14,7 +18,9 @@ CTYPES = {
 }
 UNSIGNED = {dt.bool_: "unsigned char", dt.int8: "unsigned char", dt.uint8: "unsigned char",
             dt.int32: "unsigned int", dt.int64: "unsigned long long"}
-COMPLEX_HELPERS = """
+COMPLEX_OPERATORS = """
+#ifndef HAL_COMPLEX_OPERATORS
+#define HAL_COMPLEX_OPERATORS
 template <typename T> __device__ T hal_creal(const complex<T>& z) { return z.real(); }
 template <typename T> __device__ T hal_cimag(const complex<T>& z) { return z.imag(); }
 template <typename T> __device__ complex<T> hal_cneg(const complex<T>& a) { return -a; }
@@ -24,37 +30,14 @@ template <typename T>
 __device__ complex<T> hal_csub(const complex<T>& a, const complex<T>& b) { return a - b; }
 template <typename T>
 __device__ complex<T> hal_cmul(const complex<T>& a, const complex<T>& b) { return a * b; }
-template <typename T>  // numpy's Smith division: by zero it gives inf or NaN as numpy does
-__device__ complex<T> hal_cdiv(const complex<T>& a, const complex<T>& b) {
-  const T br = fabs(b.real()), bi = fabs(b.imag());
-  if (br >= bi) {
-    if (br == 0 && bi == 0) return complex<T>(a.real() / br, a.imag() / br);
-    const T rat = b.imag() / b.real(), scl = T(1) / (b.real() + b.imag() * rat);
-    return complex<T>((a.real() + a.imag() * rat) * scl, (a.imag() - a.real() * rat) * scl);
-  }
-  const T rat = b.real() / b.imag(), scl = T(1) / (b.imag() + b.real() * rat);
-  return complex<T>((a.real() * rat + a.imag()) * scl, (a.imag() * rat - a.real()) * scl);
-}
-template <typename T>  // numpy's: a ** 0 = 1, 0 ** b = 0 for Re(b) > 0, integers by squaring
-__device__ complex<T> hal_cpow(const complex<T>& a, const complex<T>& b) {
-  if (b.real() == 0 && b.imag() == 0) return complex<T>(1, 0);
-  if (a.real() == 0 && a.imag() == 0) {
-    const T nan = a.real() / a.real();
-    return b.real() > 0 ? complex<T>(0, 0) : complex<T>(nan, nan);
-  }
-  if (b.imag() == 0 && b.real() == rint(b.real()) && fabs(b.real()) < 100) {
-    const int n = (int)b.real();
-    int m = n < 0 ? -n : n;
-    complex<T> out(1, 0), x = a;
-    while (m) { if (m & 1) out = out * x; x = x * x; m >>= 1; }
-    return n < 0 ? hal_cdiv(complex<T>(1, 0), out) : out;
-  }
-  return pow(a, b);
-}
+#endif
 """
 """complex<T>'s operators as the functions the C table calls (complex.cuh has no such
-names), and numpy's division and power (complex.cuh's give NaN where numpy gives inf, and
-NaN for 0 ** 0); exp, log, sqrt, sin, cos, tanh, abs and conj are complex.cuh's own."""
+names), once per kernel source whichever complex dtypes it holds."""
+
+_NUMPYS = frozenset({"cexp", "csin", "ccos", "ctanh", "csqrt", "cdiv", "cpow"})
+"""The complex functions computed by hal/ops/expressions/complex_c.py (numpy's special
+values, where complex.cuh's give NaN or other signs); log, abs and conj are complex.cuh's."""
 
 
 class CudaDialect:
@@ -73,18 +56,31 @@ class CudaDialect:
         return UNSIGNED[d]
 
     def complex_names(self, d: np.dtype) -> dict[str, str]:
-        """complex<T>'s constructor, its operators and numpy's division and power as hal_c*
-        functions, complex.cuh's own functions."""
-        names = {f"c{fn}": fn for fn in ("exp", "log", "sqrt", "sin", "cos", "tanh", "abs",
-                                         "conj")}
+        """complex<T>'s constructor and operators as hal_c* functions, numpy's functions of
+        complex_c.py as hal_<dtype>_*, and complex.cuh's log, abs and conj."""
+        names = {f"c{fn}": fn for fn in ("log", "abs", "conj")}
         names.update({f"c{fn}": f"hal_c{fn}" for fn in ("real", "imag", "neg", "add", "sub",
-                                                        "mul", "div", "pow")})
+                                                        "mul")})
+        names.update({f"c{fn}": f"hal_{d.name}_{fn}" for fn in ("exp", "sin", "cos", "tanh",
+                                                              "sqrt", "pow")})
+        names["cdiv"] = f"hal_{d.name}_divide"
         names["cnew"] = CTYPES[d]
         return names
 
     def complex_helpers(self, d: np.dtype, used: frozenset[str]) -> str:
-        """The hal_c* functions (templates: one text serves both complex dtypes)."""
-        return COMPLEX_HELPERS
+        """The operators, and numpy's functions for d where the expression calls one."""
+        if not used & _NUMPYS:
+            return COMPLEX_OPERATORS
+        return COMPLEX_OPERATORS + numpys_functions(d)
+
+
+@functools.cache
+def numpys_functions(d: np.dtype) -> str:
+    """complex_c.py's functions for complex dtype d, spelled with complex.cuh's complex<T>."""
+    real = CTYPES[dt.real_dtype(d)]
+    return complex_c.source(d, complex_c.Spelling(
+        qualifier="__device__", complex=CTYPES[d], real=real, prefix=d.name, new=CTYPES[d],
+        re="hal_creal", im="hal_cimag", mul="hal_cmul", pow="pow"))
 
 
 DIALECT = CudaDialect()

@@ -1,4 +1,5 @@
-"""The FFT family with cuFFT through cupy.fft (plans cached per GPU by cupy).
+"""The FFT family with cuFFT through cupy.fft and cupyx.scipy.fft (plans cached per GPU and
+shape by cupy's plan cache, cupy.fft.config).
 
 irfftn follows numpy's definition rather than cuFFT's multi-dimensional C2R: complex
 inverse transforms over the leading axes, then a 1-d C2R over the last with the
@@ -46,16 +47,19 @@ def rfftn(x, *, axes, norm=None):
 
 @register("irfftn")
 def irfftn(x, *, axes, n, norm=None):
-    """Complex-to-real inverse transform over axes, n points on the last one."""
+    """Complex-to-real inverse transform over axes, n points on the last one: the C2R
+    overwrites an array of hal's own (the leading axes' transform, or one copy of x), so
+    cupy copies nothing more, and the parts numpy ignores are zeroed in one strided fill."""
     import cupy
+    from cupyx.scipy import fft
 
+    last = axes[-1] % x.ndim
     if len(axes) > 1:
         x = cupy.fft.ifftn(x, axes=axes[:-1], norm=norm)
-    last = axes[-1] % x.ndim
-    x = cupy.array(x, copy=True)  # cuFFT's C2R may also overwrite its input
+    else:
+        x = cupy.array(x, copy=True)  # the caller's: cuFFT's C2R overwrites its input
     edge = [slice(None)] * x.ndim
-    for k in (0, n // 2) if n % 2 == 0 else (0,):
-        edge[last] = k
-        x[tuple(edge)] = x[tuple(edge)].real  # a real value: imaginary part 0
-    out = cupy.fft.irfft(x, n=n, axis=last, norm=norm)
+    edge[last] = slice(0, n // 2 + 1, n // 2) if n % 2 == 0 else slice(0, 1)  # DC, Nyquist
+    x.imag[tuple(edge)] = 0  # (a Nyquist beyond x's length is a zero that n pads in)
+    out = fft.irfft(x, n=n, axis=last, norm=norm, overwrite_x=True)
     return out.astype(dt.real_dtype(x.dtype), copy=False)

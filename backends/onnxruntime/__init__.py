@@ -8,7 +8,8 @@ each op for the dtypes the CPU EP runs as the reference does (a table probe.py d
 A `hal.jit` graph runs whole as ONE session (`compile`), so ONNX Runtime fuses and plans
 it itself (session.py), its float16 values rounded between nodes as eager rounds them
 (rounding.py). Tensors are host numpy arrays, or OrtValues in the EP's memory for
-the CUDA and TensorRT EPs (device.py). onnxruntime is imported only when the backend is
+the CUDA and TensorRT EPs (device.py). Models are written in the IR version and opset the
+installed onnxruntime loads (formats.py). onnxruntime is imported only when the backend is
 asked about devices, so hal loads without it.
 """
 

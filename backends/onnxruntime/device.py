@@ -14,12 +14,13 @@ import os
 
 import numpy as np
 import onnxruntime as ort
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 import hal
 from hal import dtypes as dt
 from hal import host
 
+from . import formats
 from .session import (
     GRAPH_SESSIONS,
     LRU,
@@ -81,7 +82,7 @@ class OnnxRuntimeDevice(hal.Device):
         """Nothing to wait for: a session run returns when its outputs are written."""
 
     def _describe(self) -> dict:
-        probe = ort.InferenceSession(_identity_model(), session_options(1),
+        probe = ort.InferenceSession(formats.identity_model(), session_options(1),
                                      providers=self.session_providers)
         on_host = self.provider == "CPUExecutionProvider"
         return {
@@ -98,6 +99,7 @@ class OnnxRuntimeDevice(hal.Device):
                 "graph_optimization": "ORT_ENABLE_ALL",
                 "host_cpu": host.cpu_model(),
                 "build": ort.get_build_info(),
+                "onnx_formats": "IR version {}, opset {}".format(*formats.accepted()),
             },
         }
 
@@ -143,13 +145,3 @@ class OrtValueDevice(OnnxRuntimeDevice):
         outputs = [self._empty(shape, dtype) for shape, dtype in program.out_meta]
         program.run_bound([a.value for a in natives], [o.value for o in outputs])
         return outputs
-
-
-def _identity_model() -> bytes:
-    """A one-node float32 Identity model, to read an EP's options from a session."""
-    value = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
-    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "identity",
-                              [value], [out])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    return model.SerializeToString()

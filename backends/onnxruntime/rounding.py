@@ -8,27 +8,42 @@ a value that overflows or rounds between two nodes would differ (inf against a f
 number, argmax ties). No session option turns that removal off, and it sees through any
 Cast or float op put between the nodes; it does not see through BitCast (opset 26). So
 each float16 value one hal node passes to another goes through a BitCast to int16 and
-back, where ONNX Runtime must hold it as float16.
+back, where ONNX Runtime must hold it as float16. An onnxruntime older than opset 26 has
+no BitCast: such a graph is refused (UnsupportedOp, saying why), and the backend replays
+it node by node, each one-node session rounding its float16 result as eager does.
 """
 
 from __future__ import annotations
 
 import onnx
+import onnxruntime as ort
 from onnx import TensorProto, helper
 
+import hal
 from hal import dtypes as dt
 from hal.compile.graph import Graph
+from hal.onnx import OPSET as DEFAULT_OPSET
 from hal.onnx import to_onnx
+
+from . import formats
 
 OPSET = 26  # the first with BitCast
 
 
 def export(graph: Graph) -> onnx.ModelProto:
-    """The graph's ONNX model (`hal.onnx.to_onnx`), each float16 value that one node passes
-    to another rounded to float16 on the way (at opset 26 when there is one)."""
+    """The graph's ONNX model (`hal.onnx.to_onnx`, at an opset the installed onnxruntime
+    loads), each float16 value that one node passes to another rounded to float16 on the way
+    (at opset 26 when there is one; UnsupportedOp where onnxruntime has no opset 26)."""
     passed = _passed_on(graph)
+    accepted = formats.accepted()
     if not passed:
-        return to_onnx(graph)
+        return to_onnx(graph, opset=min(DEFAULT_OPSET, accepted.opset))
+    if accepted.opset < OPSET:
+        raise hal.UnsupportedOp(
+            f"onnxruntime {ort.__version__} loads opset {accepted.opset} at most: no BitCast "
+            f"(opset {OPSET}) to round the float16 values this graph passes between nodes, "
+            "which one session would otherwise keep in float32; each node runs as its own "
+            "session instead (an onnxruntime that loads opset 26 runs it as one session)")
     model = to_onnx(graph, opset=OPSET)
     _round_between(model.graph, passed)
     return model

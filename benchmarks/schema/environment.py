@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,14 +17,15 @@ from typing import Any
 import hal
 from benchmarks.schema.records import DeviceRecord, RunRecord
 
-# library -> the distributions that provide it (the first one installed is reported)
+# library -> its distributions, in order; a wheel variant named after the library
+# (cupy-cuda13x, onnxruntime-gpu) counts where none of them is installed
 LIBRARIES = {
     "numpy": ("numpy",),
     "scipy": ("scipy",),
     "pyopencl": ("pyopencl",),
     "tvm": ("apache-tvm", "tlcpack"),
-    "onnxruntime": ("onnxruntime", "onnxruntime-gpu"),
-    "cupy": ("cupy", "cupy-cuda12x", "cupy-cuda11x", "cupy-rocm-5-0"),
+    "onnxruntime": ("onnxruntime",),
+    "cupy": ("cupy",),
     "torch": ("torch",),
     "jax": ("jax",),
 }
@@ -95,17 +97,22 @@ def host_info() -> dict[str, Any]:
 def library_versions(
     libraries: dict[str, tuple[str, ...]] = LIBRARIES,
 ) -> dict[str, str | None]:
-    """Installed versions of the libraries that matter (None if absent), without importing them."""
+    """Installed versions of the libraries that matter (None if absent), without importing
+    them: the first of a library's distributions installed, else a variant wheel named
+    `<library>-...` (cupy-cuda12x, cupy-cuda13x, cupy-rocm-6-0, onnxruntime-gpu)."""
+    installed = {_normalized(d.name): d.version for d in importlib.metadata.distributions()
+                 if d.name}
     versions: dict[str, str | None] = {}
     for name, distributions in libraries.items():
-        versions[name] = None
-        for dist in distributions:
-            try:
-                versions[name] = importlib.metadata.version(dist)
-                break
-            except importlib.metadata.PackageNotFoundError:
-                continue
+        found = [installed[d] for d in map(_normalized, distributions) if d in installed]
+        found += [v for d, v in sorted(installed.items()) if d.startswith(f"{name}-")]
+        versions[name] = found[0] if found else None
     return versions
+
+
+def _normalized(distribution: str) -> str:
+    """A distribution's name as PEP 503 compares them (cupy_cuda13x is cupy-cuda13x)."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
 
 
 def relevant_env() -> dict[str, str]:

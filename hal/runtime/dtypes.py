@@ -222,12 +222,21 @@ def _of(x) -> np.dtype:
     return dtype(x.dtype if isinstance(getattr(x, "dtype", None), np.dtype) else x)
 
 
+def machine_limits(d: np.dtype):
+    """numpy's finfo object of a real floating dtype, bfloat16 included.
+
+    np.finfo refuses bfloat16 from numpy 2.5 (ml_dtypes' types are not numpy builtins);
+    ml_dtypes.finfo answers for its own types and defers to np.finfo for the rest.
+    """
+    return ml_dtypes.finfo(d) if d == bfloat16 else np.finfo(d)
+
+
 def finfo(x, /) -> FInfo:
     """Limits of a floating dtype, or of a tensor's; UnsupportedDType for other dtypes."""
     d = real_dtype(_of(x))
     if not is_floating(d):
         raise UnsupportedDType(f"finfo: {d.name} is not a floating dtype; use hal.iinfo")
-    info = ml_dtypes.finfo(d) if d == bfloat16 else np.finfo(d)
+    info = machine_limits(d)
     return FInfo(int(info.bits), float(info.eps), float(info.max), float(info.min),
                  float(info.smallest_normal), d)
 

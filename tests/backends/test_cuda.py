@@ -200,6 +200,68 @@ def test_take_along_an_axis_and_flattened(numpy_as_cupy, d):
         _check_host("take", take(x, idx[:0], axis=1), x, idx[:0], axis=1)
 
 
+def _cupy14_matmul(a, b):
+    """cupy 14's matmul: bfloat16 only as one 2-d GEMM (its batched path and its vector dot
+    look the dtype up by char code, which numpy does not know); the result in a's dtype."""
+    rows, cols = a.shape[0] if a.ndim == 2 else 1, b.shape[-1] if b.ndim == 2 else 1
+    if a.dtype == dt.bfloat16 and (max(a.ndim, b.ndim) > 2 or rows * cols == 1):
+        raise TypeError("data type 'E' not understood")
+    return np.matmul(a, b).astype(a.dtype)
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [
+    ((4, 5), (5, 3)), ((2, 3, 4, 5), (5, 3)), ((5,), (5, 3)), ((2, 4, 5), (5,)),
+    ((5,), (5,)), ((1, 5), (5, 1)), ((2, 4, 5), (2, 5, 3)), ((4, 5), (3, 5, 2)),
+    ((0, 5), (5, 3)), ((4, 0), (0, 3))])
+def test_bfloat16_matmul_of_every_shape_within_what_cupy_multiplies(numpy_as_cupy, a_shape,
+                                                                    b_shape):
+    from backends.cuda.gemm import bfloat16_matmul
+
+    if dt.bfloat16 is None:
+        pytest.skip("no bfloat16 without ml_dtypes")
+    numpy_as_cupy.matmul = _cupy14_matmul
+    a, b = _data(a_shape, "bfloat16"), _data(b_shape, "bfloat16")
+    got = bfloat16_matmul(a, b)
+    assert got.dtype == dt.bfloat16
+    _check_host("matmul", got, a, b)
+
+
+@pytest.fixture
+def scipy_as_cupyx(monkeypatch):
+    """`from cupyx.scipy import fft` gives scipy.fft, whose irfft answers NaN for imaginary
+    DC or Nyquist parts (cuFFT's C2R leaves them undefined) and with overwrite_x=True
+    destroys its input afterwards, as cuFFT's C2R may."""
+    import scipy.fft
+
+    def irfft(x, *, n, axis, overwrite_x=False, **params):
+        out = scipy.fft.irfft(x, n=n, axis=axis, **params)
+        if np.take(x, [0, n // 2] if n % 2 == 0 else [0], axis=axis).imag.any():
+            out[...] = np.nan
+        if overwrite_x:
+            x[...] = np.nan
+        return out
+
+    fft = types.SimpleNamespace(irfft=irfft)
+    cupyx = types.ModuleType("cupyx")
+    cupyx.scipy = types.SimpleNamespace(fft=fft)
+    for name, module in (("cupyx", cupyx), ("cupyx.scipy", cupyx.scipy),
+                         ("cupyx.scipy.fft", fft)):
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+@pytest.mark.parametrize("d", ["complex64", "complex128"])
+def test_irfftn_ignores_the_parts_numpy_ignores_and_leaves_its_input(numpy_as_cupy,
+                                                                     scipy_as_cupyx, d):
+    from backends.cuda.fft import irfftn
+
+    x = _data((4, 5, 6), d)  # not Hermitian: DC and Nyquist have imaginary parts
+    for axes, n in (((2,), 10), ((2,), 11), ((1,), 8), ((0, 2), 10), ((2, 0), 7), ((2,), 1)):
+        case = x[..., :1] if n == 1 else x
+        before = case.copy()
+        _check_host("irfftn", irfftn(case, axes=axes, n=n), case, axes=axes, n=n)
+        np.testing.assert_array_equal(case, before)
+
+
 def _host_divmod(tmp_path):
     """The float floor_divide/remainder kernels' C (the op set's C table spelled for CUDA)
     compiled for the host: (a, b) -> (q, r)."""
@@ -297,7 +359,13 @@ def test_capabilities(dev):
     assert caps.memory_bytes > 0 and caps.compute_units == caps.extra["sm_count"] > 0
     assert caps.extra["compute_capability"].count(".") == 1
     assert caps.driver_version.startswith("CUDA ") and "cupy" in caps.runtime_version
-    assert set(caps.ops) == set(hal.ops.names())
+    # the kernel table, whatever cupy's version: every primitive and extended op, composites
+    # where a fused kernel exists (the rest run their decompositions)
+    assert set(caps.ops) == set(dev.backend.kernels.ops())
+    assert _needs_kernel() <= set(caps.ops) <= set(hal.ops.names())
+    from backends.cuda import has_bfloat16  # bfloat16 with cupy >= 14 (and ml_dtypes)
+
+    assert ("bfloat16" in caps.dtypes) == has_bfloat16()
 
 
 @gpu
@@ -328,6 +396,9 @@ def test_bfloat16_when_cupy_has_it(dev):
     ta, tb = hal.asarray(a, device=dev), hal.asarray(b, device=dev)
     assert np.array_equal(ta.numpy().view(np.uint16), a.view(np.uint16))
     _check("matmul", ta @ tb, a, b)
+    stack, stack_b = np.stack([a[:20], a[20:]]), np.stack([b, b[::-1]])  # cupy's batched
+    _check("matmul", hal.asarray(stack, device=dev) @ hal.asarray(stack_b, device=dev),
+           stack, stack_b)  # path refuses bfloat16: hal computes it in float32
     _check("exp", hal.exp(ta), a)
     _check("softmax", hal.nn.softmax(ta), a, axis=-1)
     _check("concat", hal.concat([ta, ta], axis=0), a, a, axis=0)
@@ -475,8 +546,11 @@ def test_compile_error_names_the_op_and_carries_the_log(dev):
 
 @gpu
 def test_unsupported_dtype_and_other_gpus(dev):
-    with pytest.raises(hal.UnsupportedDType):
-        hal.asarray(np.ones(3, np.int16), device=dev)
+    # as on every device: an array outside the dtype set becomes the set's dtype that holds
+    # it exactly, and a dtype outside the set asked for by name is refused
+    assert hal.asarray(np.ones(3, np.int16), device=dev).dtype == hal.int32
+    with pytest.raises(hal.UnsupportedDType, match="int16"):
+        hal.zeros(3, dtype=np.int16, device=dev)
     if hal.backend("cuda").device_count() < 2:
         pytest.skip("one GPU: the cross-device check needs two")
     a = hal.asarray(np.ones(3, np.float32), device="cuda:0")

@@ -202,7 +202,8 @@ _SHIM = """
 using std::complex; using std::abs; using std::conj; using std::copysign; using std::cos;
 using std::erf; using std::exp; using std::fabs; using std::floor; using std::fmod;
 using std::log; using std::pow; using std::sin; using std::sqrt; using std::tanh;
-using std::isfinite; using std::isinf; using std::isnan; using std::rint;
+using std::isfinite; using std::isinf; using std::isnan; using std::rint; using std::sinh;
+using std::cosh; using std::tan; using std::hypot; using std::ldexp;
 #define __global__
 #define __device__
 struct Dim { unsigned x; };
@@ -260,27 +261,36 @@ def _eager_cases():
             if d not in hal.ops.HALF]
 
 
-def test_generated_eager_kernels_compute_the_references_on_the_host(tmp_path):
-    """Every eager kernel's C++ (its ElementwiseKernel's operation), compiled for the host in
-    one file, against the op's numpy reference on random and special values."""
+def _eager_library(folder, kernels) -> ctypes.CDLL:
+    """The eager kernels' C++ for (name, op, operand dtype, result dtype, operands) rows,
+    compiled for the host into one library: name(a0[, a1], out, n) computes n elements."""
     compiler = shutil.which("c++") or shutil.which("g++")
     if compiler is None:
         pytest.skip("no C++ compiler to build the generated kernels for the host")
-    cases = _eager_cases()
     text, helpers = [], {}
-    for k, (op, d) in enumerate(cases):
-        n = 2 if hal.ops.spec(op).family in ("binary", "complex") else 1
-        out = _out_dtype(op, d)
+    for name, op, d, out, n in kernels:
         expr, needed = c.render(op, [f"a{i}[j]" for i in range(n)], d, out, dialect.DIALECT)
         helpers.update(dict.fromkeys(needed))
         args = ", ".join(f"const {dialect.CTYPES[d]}* a{i}" for i in range(n))
-        text.append(f'extern "C" void k{k}({args}, {dialect.CTYPES[out]}* out, long n)'
+        text.append(f'extern "C" void {name}({args}, {dialect.CTYPES[out]}* out, long n)'
                     f" {{ for (long j = 0; j < n; j++) out[j] = {expr}; }}")
-    path = tmp_path / "eager.cpp"
+    path = folder / "eager.cpp"
     path.write_text(_SHIM % graph_kernels.BLOCK + "".join(helpers) + "\n".join(text))
-    library = tmp_path / "eager.so"
+    library = folder / "eager.so"
     subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-w", "-o", library, path], check=True)
-    lib = ctypes.CDLL(str(library))
+    return ctypes.CDLL(str(library))
+
+
+def _operands(op: str) -> int:
+    return 2 if hal.ops.spec(op).family in ("binary", "complex") else 1
+
+
+def test_generated_eager_kernels_compute_the_references_on_the_host(tmp_path):
+    """Every eager kernel's C++ (its ElementwiseKernel's operation), compiled for the host in
+    one file, against the op's numpy reference on random and special values."""
+    cases = _eager_cases()
+    lib = _eager_library(tmp_path, [(f"k{k}", op, d, _out_dtype(op, d), _operands(op))
+                                    for k, (op, d) in enumerate(cases)])
     failed = []
     for k, (op, d) in enumerate(cases):
         spec = hal.ops.spec(op)
@@ -292,6 +302,51 @@ def test_generated_eager_kernels_compute_the_references_on_the_host(tmp_path):
         problem = mismatch(out, spec.evaluate(*host), spec.tolerance_for(out.dtype))
         if problem:
             failed.append(f"{op} {d.name}: {problem}")
+    assert failed == []
+
+
+def _special(d) -> np.ndarray:
+    """Every pair of special and boundary parts (zeros, infinities, NaN, near overflow)."""
+    big = np.finfo(dt.real_dtype(d)).max / 2
+    parts = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, big, -big, 1e-40, 30.0, -30.0,
+             100.0, 1.5707964, 800.0 if d == C128 else 89.5]
+    re, im = np.array([(r, i) for r in parts for i in parts]).T
+    z = np.empty(re.shape, d)
+    z.real, z.imag = re, im  # part by part: re + 1j*im would turn inf*0 into NaN
+    return z
+
+
+COMPLEX_FUNCTIONS = ("exp", "sin", "cos", "tanh", "sqrt", "divide", "power")
+
+
+def test_complex_functions_at_special_values_are_numpys_on_the_host(tmp_path):
+    """The eager kernels' complex functions are the op set's own C (complex_c.py, as
+    OpenCL's), not complex.cuh's, and give numpy's values, infinities, NaNs and signed
+    zeros at every pair of special parts (the host's std::complex stands in for cupy's)."""
+    kernels = [(f"{op}_{d.name}", op, d, d, _operands(op)) for op in COMPLEX_FUNCTIONS
+               for d in (C64, C128)]
+    for _, op, d, _, n in kernels:  # not complex.cuh's functions
+        text = c.render(op, ["a", "b"][:n], d, d, dialect.DIALECT)[0]
+        assert text.startswith(f"hal_{d.name}_"), text
+    lib = _eager_library(tmp_path, kernels)
+    failed = []
+    for op in COMPLEX_FUNCTIONS:
+        spec = hal.ops.spec(op)
+        for d in (C64, C128):
+            z = _special(d)
+            pairs = [np.repeat(z, len(z[::7])), np.tile(z[::7], len(z))]
+            host = pairs if _operands(op) == 2 else [z]
+            out = np.empty_like(host[0])
+            getattr(lib, f"{op}_{d.name}")(*[ctypes.c_void_p(x.ctypes.data) for x in
+                                             (*host, out)], ctypes.c_long(out.size))
+            with np.errstate(all="ignore"):
+                expected = spec.evaluate(*host)
+            problem = mismatch(out, expected, spec.tolerance_for(d))
+            signs = [(part(expected) == 0) & (np.signbit(part(out)) !=
+                                               np.signbit(part(expected)))
+                     for part in (np.real, np.imag)]
+            if problem or any(s.any() for s in signs):
+                failed.append(f"{op} {d.name}: {problem or 'the sign of a zero differs'}")
     assert failed == []
 
 

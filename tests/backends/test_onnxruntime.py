@@ -215,6 +215,47 @@ def test_a_float16_graph_rounds_between_nodes_in_one_session(dev):
     assert single.compiled(_on(dev, a)).program.model.opset_import[0].version == hal.onnx.OPSET
 
 
+@pytest.fixture
+def onnxruntime_1_30(monkeypatch):
+    """onnxruntime as 1.30 loads models: IR version 13 and opset 25 at most (no BitCast)."""
+    import onnx
+
+    from backends.onnxruntime import formats
+
+    class Loader(ort.InferenceSession):
+        def __init__(self, model, *args, **kwargs):
+            proto = onnx.load_from_string(model)
+            if proto.ir_version > 13:
+                raise RuntimeError(f"Unsupported model IR version: {proto.ir_version}, max "
+                                   "supported IR version: 13")
+            if max(o.version for o in proto.opset_import) > 25:
+                raise RuntimeError("ValidateOpsetForDomain: opset is not supported")
+            super().__init__(model, *args, **kwargs)
+
+    monkeypatch.setattr(ort, "InferenceSession", Loader)
+    formats.accepted.cache_clear()
+    yield formats
+    formats.accepted.cache_clear()
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_an_older_onnxruntime_loads_what_it_accepts(onnxruntime_1_30):
+    assert onnxruntime_1_30.accepted() == (13, 25)
+    fresh = type(hal.backend("onnxruntime"))().open(0)  # its sessions made under 1.30
+    assert fresh.capabilities.extra["onnx_formats"] == "IR version 13, opset 25"
+    a, b = np.array([300, 2048], np.float16), np.array([65504, 1], np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", hal.PluginWarning)  # refused with a reason, no fault
+        jitted = hal.jit(lambda x, y: (x * x - y, (x + 1) - x))
+        out = jitted(_on(fresh, a), _on(fresh, b))
+    np.testing.assert_array_equal(out[0].numpy(), a * a - b)  # rounded between nodes
+    np.testing.assert_array_equal(out[1].numpy(), (a + np.float16(1)) - a)
+    replayed = jitted.compiled(_on(fresh, a), _on(fresh, b))
+    assert "opset 25 at most: no BitCast (opset 26)" in replayed.reason
+    single = hal.jit(lambda x: x * 2)  # nothing to round: one session at the default opset
+    assert single.compiled(_on(fresh, a)).program.model.opset_import[0].version == 20
+
+
 def test_an_op_without_kernel_falls_back_or_is_refused(dev):
     x = np.linspace(-2, 2, 5)
     assert dev.kernel("erf", hal.float64) is None  # ONNX Runtime has no float64 Erf

@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from benchmarks.schema.environment import new_run
+from benchmarks.schema.environment import library_versions, new_run
 from benchmarks.schema.files import ResultWriter, load_results, read_results
 from benchmarks.schema.lock import RunInProgress
 from benchmarks.schema.records import (
@@ -93,6 +93,20 @@ def test_run_record_describes_host_and_fingerprint_is_stable(monkeypatch, tmp_pa
     assert b.compute_fingerprint() == c.compute_fingerprint()  # measured peaks do not count
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert new_run("d").fingerprint != a.fingerprint
+
+
+def test_library_versions_name_the_wheel_variant_installed(monkeypatch, tmp_path):
+    """A library installed as a variant wheel (as datacentre images install cupy) is
+    recorded with that wheel's version, not as absent."""
+    for wheel, version in (("cupy_cuda13x", "14.2.0"), ("onnxruntime-gpu", "1.30.0")):
+        info = tmp_path / f"{wheel}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {wheel}\n"
+                                       f"Version: {version}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    libraries = {"cupy": ("cupy",), "onnxruntime": ("not-installed",), "absent": ("absent",)}
+    assert library_versions(libraries) == {"cupy": "14.2.0", "onnxruntime": "1.30.0",
+                                           "absent": None}
 
 
 def test_corrupt_and_truncated_lines_are_skipped_with_file_and_line(tmp_path):

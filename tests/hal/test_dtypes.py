@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import hal
+from hal import conformance as kit
 from hal import dtypes as dt
+from hal import ops
 
 
 @pytest.mark.parametrize(
@@ -77,3 +79,31 @@ def test_scalar_that_does_not_fit_is_an_error(cpu):
     a = hal.asarray(np.array([1, 2], np.int8), device=cpu)
     with pytest.raises(hal.HalError, match="does not fit int8"):
         a + 1000
+
+
+@pytest.fixture
+def numpy_refusing_bfloat16(monkeypatch):
+    """np.finfo as numpy 2.5 has it: ml_dtypes' bfloat16 is not a numpy builtin, so refused."""
+    if dt.bfloat16 is None:
+        pytest.skip("ml_dtypes is not installed")
+    numpy_finfo = np.finfo
+
+    def finfo(d):
+        if np.dtype(d) == dt.bfloat16:
+            raise ValueError(f"data type {d!r} not inexact")
+        return numpy_finfo(d)
+
+    monkeypatch.setattr(np, "finfo", finfo)
+
+
+def test_bfloat16_limits_and_cells_without_numpys_finfo(numpy_refusing_bfloat16):
+    with pytest.raises(ValueError, match="not inexact"):
+        np.finfo(dt.bfloat16)
+    top = float.fromhex("0x1.fep127")
+    assert (hal.finfo(hal.bfloat16).max, hal.finfo(hal.bfloat16).eps) == (top, 2.0**-7)
+    assert dt.machine_limits(dt.bfloat16).smallest_subnormal == 2.0**-133
+    assert dt.machine_limits(dt.float32).max == np.float32(3.4028235e38)
+    # exp's and add's inputs reach the dtype's largest value, read from the limits
+    for op in ("exp", "add"):
+        cell = kit.check_cell(hal.device("cpu"), ops.spec(op), dt.bfloat16, 2)
+        assert cell.status == kit.PASS, cell.error

@@ -1,7 +1,8 @@
 """Each elementwise op's expression for the code generators, written once per language.
 
 `c.py` holds the C table (OpenCL C and CUDA C++ share it: a backend supplies a `c.Dialect`
-saying how its language spells types and complex functions) and `python.py` the Python
+saying how its language spells types and complex functions; `complex_c.py` the complex
+functions whose special values numpy fixes, in C for both) and `python.py` the Python
 table numba compiles (the cpu backend's fused groups). An entry is an `Expression`: a
 template per kind of the operands' dtype over the placeholders {0}, {1}, {2}, and the
 helper functions it calls. The op set's numpy references are the semantics every entry

@@ -7,9 +7,10 @@ signed C arithmetic), {R} the real type of a complex dtype, {N} the dtype's name
 functions are named per dtype), and for complex dtypes the generic complex functions
 {cnew} (from real and imaginary parts), {creal}, {cimag}, {cadd}, {csub}, {cmul},
 {cdiv}, {cpow}, {cneg}, {cabs}, {cconj}, {cexp}, {clog}, {csqrt}, {csin}, {ccos},
-{ctanh}, which a dialect maps to its own (pyopencl-complex.h and hal's numpy-exact helpers
-on OpenCL, cupy's complex<T> on CUDA). Helper functions (integer powers, numpy's floor
-division) are C templates here too, in the dialect's qualifier.
+{ctanh}, which a dialect maps to its own (pyopencl-complex.h or cupy's complex<T>) and, for
+exp, sin, cos, tanh, sqrt, division and power, to complex_c.py's numpy-exact functions.
+Helper functions (integer powers, numpy's floor division) are C templates here too, in the
+dialect's qualifier.
 
     text, helpers = c.render("maximum", ["a0", "a1"], dt.float32, dt.bool_, dialect)
 """
