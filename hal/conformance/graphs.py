@@ -2,12 +2,16 @@
 `hal.jit`, one jit cell per graph workload (`graph_workloads.py`).
 
 A cell runs the workload eagerly on the device, then jitted there twice (the first call of
-hal's executable runs node by node, later ones its generated code), and compares each jitted
-result with the eager one and the eager one with the reference, the same function run
-eagerly on the cpu backend. It records the path the graph took: `graph` (the backend's
-`compile` returned its own executable), `fused` (hal's executable with groups compiled by
-`compile_fused`) or `replay` (hal's executable, every node by its kernel), and the
-executable's `counts()`, which must be a mapping of how nodes run to how many. A hook
+hal's executable runs node by node, later ones its generated code; the second offers the
+graph to `Backend.capture`), then twice more, on the same inputs and on other ones (the
+inputs moved: `_other`), so that a backend that captures replays its recording (inputs copied
+in, the first result not overwritten by the second), and compares each jitted result with
+the eager one and the eager one with the reference, the same function run eagerly on the
+cpu backend. It records the path the graph took: `graph` (the backend's `compile`
+returned its own executable), `fused` (hal's executable with groups compiled by
+`compile_fused`) or `replay` (hal's executable, every node by its kernel), `+captured`
+when the calls replayed a recording, and the executable's `counts()`, which must be a
+mapping of how nodes run to how many (`capture_refused` there: the backend declined). A hook
 that raised while hal recovered (a PluginWarning: the group then ran node by node) fails
 the cell too.
 """
@@ -55,6 +59,8 @@ def check_graph(device: Device, workload: GraphWorkload) -> GraphCell:
             expected = workload.fn(*[Tensor.from_host(a, cpu) for a in hosts]).numpy()
             tensors = [Tensor.from_host(a, device) for a in hosts]
             eager = workload.fn(*tensors).numpy()
+            others = [Tensor.from_host(_other(a), device) for a in hosts]
+            eager_others = workload.fn(*others).numpy()
         except (UnsupportedOp, UnsupportedDType) as e:
             cell.status, cell.error = UNSUPPORTED, f"eager: {e}"
             return _timed(cell, start)
@@ -68,8 +74,11 @@ def check_graph(device: Device, workload: GraphWorkload) -> GraphCell:
                 first = jitted(*tensors).numpy()
                 executable = jitted.compiled(*tensors)
                 cell.path = path_of(executable)
-                counts = executable.counts()
                 again = jitted(*tensors).numpy()
+                held, replayed = jitted(*tensors), jitted(*others).numpy()
+                counts = executable.counts()
+                if _is_counts(counts) and counts.get("captured"):
+                    cell.path += "+captured"
         except Exception as e:  # a graph hook that fails is a finding, not a crash of the kit
             return _failed(cell, start, f"jit ({cell.path or 'compiling'}) raised "
                                         f"{type(e).__name__}: {e}")
@@ -81,12 +90,23 @@ def check_graph(device: Device, workload: GraphWorkload) -> GraphCell:
                                     "mapping of how nodes run to how many")
     cell.counts = dict(counts)
     problem = problem or _compare(f"jit ({cell.path}) vs eager", first, eager) or \
-        _compare(f"jit ({cell.path}) called again vs eager", again, eager)
+        _compare(f"jit ({cell.path}) called again vs eager", again, eager) or \
+        _compare(f"jit ({cell.path}) on other inputs vs eager", replayed, eager_others) or \
+        _compare(f"jit ({cell.path}) result held over the next call vs eager", held.numpy(),
+                 eager)
     if problem:
         return _failed(cell, start, problem)
     if device.backend.name != "cpu" and any(how == "fallback" for *_, how in where.records):
         cell.status = FALLBACK
     return _timed(cell, start)
+
+
+def _other(a: np.ndarray) -> np.ndarray:
+    """Other inputs of the same kind: floats halved and moved by a quarter (inside the
+    range the workloads draw from), other kinds reversed."""
+    if a.dtype.kind in "fc":
+        return (a * 0.5 + 0.25).astype(a.dtype)
+    return np.flip(a).copy()
 
 
 def _compare(what: str, actual: np.ndarray, expected: np.ndarray) -> str:

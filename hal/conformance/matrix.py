@@ -55,7 +55,8 @@ def graph_table(report: Report):
 
     table = Table(title=f"{report.backend}: jit cells (hal.jit vs eager vs the reference)",
                   caption="path: graph (Backend.compile's executable), fused (groups compiled "
-                          "by compile_fused), replay (node by node)")
+                          "by compile_fused), replay (node by node); +captured: replayed "
+                          "from Backend.capture's recording")
     for column in ("graph", "dtype", "", "path", "nodes", "s"):
         table.add_column(column)
     for g in report.graphs:

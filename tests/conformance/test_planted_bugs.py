@@ -138,6 +138,23 @@ class _CountsAsList(Negated):
         return list(self.executable.counts().items())
 
 
+def _capture_once(backend, device, run):
+    run()
+    return "recorded"
+
+
+def _replay_ignoring_inputs(backend, device, graph, copies, outputs):
+    """Hands out the recorded call's outputs again: the inputs are never copied in."""
+    return [np.array(out) for out in outputs]
+
+
+def _replay_handing_out_buffers(backend, device, graph, copies, outputs):
+    """Copies the inputs in and reruns nothing: the output buffers themselves handed out."""
+    for source, fixed in copies:
+        np.copyto(fixed, source)
+    return list(outputs)
+
+
 PLANTS = [
     Plant("compilenegates", backend={"compile": lambda self, g, d: Negated(g, d)},
           graphs=("random-0", "kdv_step"), dtypes=("float32", "complex64"), where="graph"),
@@ -147,6 +164,11 @@ PLANTS = [
           graphs=("random-0",), where="graph"),
     Plant("countsaslist", backend={"compile": lambda self, g, d: _CountsAsList(g, d)},
           graphs=("random-1",), where="graph"),
+    Plant("replaystale", backend={"capture": _capture_once, "replay": _replay_ignoring_inputs},
+          graphs=("random-0",), where="graph"),
+    Plant("replaysharesoutputs", backend={"capture": _capture_once,
+                                          "replay": _replay_handing_out_buffers},
+          graphs=("random-0",), where="graph"),
     Plant("upload0d", device={"_upload": _upload_0d_as_1d}, where="memory"),
     Plant("stridedownload", device={"_download": _download_ignoring_strides},
           where="memory"),
@@ -196,6 +218,7 @@ def test_planted_bugs_fail_every_dtype_and_graph_they_touch():
     assert _failures(_report("nanmax"), "cell") == ["max float32", "max float64"]
     assert _failures(_report("compilenegates"), "graph") == ["random-0 graph", "kdv_step graph"]
     assert _failures(_report("fusednegates"), "graph") == ["random-0 fused"]
+    assert _failures(_report("replaystale"), "graph") == ["random-0 fused+captured"]
     (upload,) = _failures(_report("upload0d"), "memory")
     assert upload.startswith("bool 0-d () round trip: came back bool(1,), sent bool()")
     (download,) = _failures(_report("stridedownload"), "memory")
