@@ -23,6 +23,7 @@ class Settings:
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "hal")  # HAL_CACHE_DIR
     probe_timeout: float = 30.0  # HAL_PROBE_TIMEOUT: seconds a plugin may take to load or probe
     capture: bool = True  # HAL_CAPTURE=0: jitted graphs are never recorded as device graphs
+    threads: int = field(default_factory=lambda: usable_cores())  # HAL_THREADS: per library
     invalid: str | None = None  # why the environment was refused (the defaults stand in)
 
     @classmethod
@@ -45,6 +46,11 @@ class Settings:
         if capture not in SWITCH:
             raise HalError(f"HAL_CAPTURE={capture!r} is not a switch; set it to 1 (capture "
                            "jitted graphs where the backend can) or 0 (never)")
+        threads = env.get("HAL_THREADS", "").strip() or str(usable_cores())
+        if not threads.isdigit() or int(threads) < 1:
+            raise HalError(f"HAL_THREADS={threads!r} is not a thread count; set it to a whole "
+                           f"number >= 1 (this machine has {usable_cores()} usable cores) or "
+                           "unset it")
         return cls(
             backends=backends,
             fallback=fallback,
@@ -52,6 +58,7 @@ class Settings:
             cache_dir=Path(cache).expanduser() if cache else cls().cache_dir,
             probe_timeout=float(timeout),
             capture=SWITCH[capture],
+            threads=int(threads),
         )
 
     @classmethod
@@ -70,6 +77,13 @@ class Settings:
         """HalError if the environment's HAL_* variables were refused."""
         if self.invalid is not None:
             raise HalError(self.invalid)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask), not the machine's count."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
 
 
 def _positive_number(text: str) -> bool:

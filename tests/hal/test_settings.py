@@ -36,3 +36,12 @@ def test_defaults_carry_the_reason_and_check_raises_it():
     bad = type(hal.settings)(invalid="HAL_FALLBACK='x' is not a policy")
     with pytest.raises(hal.HalError, match="HAL_FALLBACK='x'"):
         bad.check()
+
+
+def test_threads_default_to_the_usable_cores_and_a_bad_count_is_refused():
+    Settings = type(hal.settings)
+    assert Settings.from_env({}).threads == len(os.sched_getaffinity(0))
+    assert Settings.from_env({"HAL_THREADS": "1"}).threads == 1
+    for bad in ("0", "-2", "two", "1.5"):
+        with pytest.raises(hal.HalError, match=f"HAL_THREADS='{bad}' is not a thread count"):
+            Settings.from_env({"HAL_THREADS": bad})
