@@ -17,7 +17,8 @@ class ArrayNamespaceInfo:
         return {"boolean indexing": False, "data-dependent shapes": False}
 
     def default_device(self):
-        """The device new tensors go to (HAL_DEVICE, else the first available backend's)."""
+        """The device new tensors go to: HAL_DEVICE, else the first of HAL_BACKENDS that
+        opens, else cpu:0."""
         return registry.default_device()
 
     def devices(self) -> list:

@@ -1,5 +1,8 @@
 """Backends found through the `hal.backends` entry point group, loaded lazily.
 
+A backend is loaded when it is asked for: by name, by `available()` (which loads them
+all), or as a candidate for the default device (HAL_DEVICE, else HAL_BACKENDS in order,
+else the embedded `cpu`), so `import hal` and a first op load the cpu backend alone.
 In-tree backends register exactly like external ones (see pyproject.toml). A plugin's
 code cannot take hal down: an external plugin is first probed in a child process
 (plugin_probe.py), so one that crashes the interpreter is refused with the signal; then
@@ -203,11 +206,13 @@ def resolve_device(spec=None) -> Device:
 
 
 _default: list[Device] = []
+EMBEDDED = "cpu"  # the default device's backend when nothing is named: it needs no probing
 
 
 def default_device() -> Device:
-    """HAL_DEVICE if set, else device 0 of the first available backend that opens (one that
-    fails to open is a PluginWarning and the next one is tried)."""
+    """The device new tensors go to: HAL_DEVICE if set; else device 0 of the first backend
+    named in HAL_BACKENDS that is available and opens; else the embedded `cpu`. Only the
+    backends tried are loaded: an accelerator is the default only when it is named."""
     if not _default:
         if settings.device:
             _default.append(resolve_device(settings.device))
@@ -217,13 +222,24 @@ def default_device() -> Device:
 
 
 def _first_device() -> Device:
-    for name in registry.available():
+    """Device 0 of the first of HAL_BACKENDS, then cpu, that is available and opens (one that
+    fails to open is a PluginWarning and the next one is tried)."""
+    tried = [n for n in registry.names() if n in settings.backends or n == EMBEDDED]
+    for name in tried:
         try:
-            return registry.get(name).open(0)
+            backend = registry.get(name)
+        except BackendUnavailable:  # a broken plugin: warned about when it failed to load
+            continue
+        if not backend.is_available():
+            continue
+        try:
+            return backend.open(0)
         except HalError as e:
             warnings.warn(f"hal: {name}:0 was skipped as the default device: {e}",
                           PluginWarning, stacklevel=3)
-    raise BackendUnavailable("no backend can open a device; `hal devices` says why")
+    raise BackendUnavailable(
+        f"no default device: none of {', '.join(tried) or EMBEDDED} is available and opens; "
+        "name one with HAL_DEVICE (`hal devices` lists them and says why others are not)")
 
 
 def devices() -> list[str]:
