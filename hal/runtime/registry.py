@@ -161,7 +161,8 @@ class Registry:
         return backend
 
     def available(self) -> list[str]:
-        """Names of the backends that load and can open a device here."""
+        """Names of the backends that load and can open a device here (every registered
+        backend is loaded and probed to answer)."""
         out = []
         for name in self.names():
             try:
