@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-LIBRARIES = ("pyopencl", "tvm", "onnxruntime", "onnx", "numba", "cupy", "torch")
+LIBRARIES = ("pyopencl", "tvm", "onnxruntime", "onnx", "numba", "cupy", "torch", "scipy")
 
 REPORT = """
 import json, sys
