@@ -3,6 +3,7 @@
 A backend is loaded when it is asked for: by name, by `available()` (which loads them
 all), or as a candidate for the default device (HAL_DEVICE, else HAL_BACKENDS in order,
 else the embedded `cpu`), so `import hal` and a first op load the cpu backend alone.
+
 In-tree backends register exactly like external ones (see pyproject.toml). A plugin's
 code cannot take hal down: an external plugin is first probed in a child process
 (plugin_probe.py), so one that crashes the interpreter is refused with the signal; then

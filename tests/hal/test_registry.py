@@ -94,6 +94,28 @@ def test_in_tree_backends_register_through_entry_points():
     assert "cpu:0" in hal.devices()
 
 
+def test_the_default_device_is_cpu_unless_one_is_named(plugin_module, monkeypatch):
+    registry = Registry(_points(good="hal_test_plugins:Good", cpu="backends.cpu:CpuBackend"))
+    monkeypatch.setattr(hal.runtime.registry, "registry", registry)
+    monkeypatch.setattr(hal.runtime.registry, "_default", [])
+    monkeypatch.setattr(hal.settings, "device", None)
+    monkeypatch.setattr(hal.settings, "backends", ())
+    assert hal.default_device().name == "cpu:0" and list(registry._backends) == ["cpu"]
+    monkeypatch.setattr(hal.runtime.registry, "_default", [])
+    monkeypatch.setattr(hal.settings, "backends", ("good",))
+    assert hal.default_device().name == "good:0"
+
+
+def test_no_default_device_says_to_name_one(plugin_module, monkeypatch):
+    monkeypatch.setattr(hal.runtime.registry, "registry",
+                        Registry(_points(good="hal_test_plugins:Good")))
+    monkeypatch.setattr(hal.runtime.registry, "_default", [])
+    monkeypatch.setattr(hal.settings, "device", None)
+    monkeypatch.setattr(hal.settings, "backends", ())
+    with pytest.raises(hal.BackendUnavailable, match=r"no default device: none of cpu.*HAL_DEV"):
+        hal.default_device()
+
+
 def test_settings_read_the_environment():
     s = hal.settings.from_env({"HAL_BACKENDS": "opencl, cpu", "HAL_FALLBACK": "ERROR",
                                "HAL_CACHE_DIR": "/tmp/x", "HAL_DEVICE": "cpu:0"})
