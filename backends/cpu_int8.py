@@ -52,6 +52,8 @@ def _session(a_dtype: np.dtype, b_dtype: np.dtype, a_rank: int, b_rank: int, thr
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    # idle pool threads would spin through the numpy ops between products on the same cores
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(model.SerializeToString(), options,
                                 providers=["CPUExecutionProvider"])
 
@@ -82,16 +84,51 @@ def qmatmul(a, b, *, a_zero_point=0, b_zero_point=0):
 
 
 def quantized_linear(x, weight, weight_scale, bias=None):
-    """The quantized_linear kernel: x quantized to uint8 as DynamicQuantizeLinear (numpy,
-    the op's definition), the integer GEMM, scaled back in place."""
+    """The quantized_linear kernel: x quantized to uint8 as DynamicQuantizeLinear (the op's
+    definition), the integer GEMM, scaled back (and the bias added) in one pass each."""
     scale, zero = ops.dynamic_qparams(float(x.min(initial=0.0)), float(x.max(initial=0.0)))
-    q = np.divide(x, scale, dtype=np.float32)
-    np.rint(q, out=q)
-    q += np.float32(zero)
-    np.clip(q, 0, 255, out=q)
-    acc = integer_matmul(q.astype(np.uint8), weight, zero, 0)
-    y = acc.astype(np.float32, copy=False)
-    y *= scale * weight_scale
-    if bias is not None:
-        y += bias
-    return y
+    kernels = _numba_kernels()
+    q = kernels.quantize(np.ascontiguousarray(x, np.float32), np.float32(scale), zero,
+                         np.empty(x.shape, np.uint8))
+    acc = integer_matmul(q, weight, zero, 0)
+    out_scale = np.float32(scale) * weight_scale
+    acc2 = acc.reshape(-1, acc.shape[-1]) if acc.ndim != 1 else acc.reshape(1, -1)
+    y = np.empty(acc2.shape, np.float32)
+    if bias is None:
+        kernels.dequantize(acc2, out_scale, y)
+    else:
+        kernels.dequantize_bias(acc2, out_scale, bias, y)
+    return y.reshape(acc.shape)
+
+
+@functools.cache
+def _numba_kernels():
+    """quantize, dequantize and dequantize_bias compiled by numba (cached on disk): one pass
+    each where numpy takes five and three (measured 1024 x 1536: 2.0 -> 0.94 ms with the
+    range; 0.27 -> 0.10 ms), with numpy's float32 rounding (no fast-math)."""
+    import types
+
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def quantize(x, scale, zero, out):
+        flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+        for i in range(flat_x.size):
+            v = np.rint(flat_x[i] / scale) + np.float32(zero)
+            flat_out[i] = np.uint8(min(max(v, np.float32(0)), np.float32(255)))
+        return out
+
+    @numba.njit(cache=True, nogil=True)
+    def dequantize(acc, scale, out):
+        for i in range(acc.shape[0]):
+            for j in range(acc.shape[1]):
+                out[i, j] = np.float32(acc[i, j]) * scale[j]
+
+    @numba.njit(cache=True, nogil=True)
+    def dequantize_bias(acc, scale, bias, out):
+        for i in range(acc.shape[0]):
+            for j in range(acc.shape[1]):
+                out[i, j] = np.float32(acc[i, j]) * scale[j] + bias[j]
+
+    return types.SimpleNamespace(quantize=quantize, dequantize=dequantize,
+                                 dequantize_bias=dequantize_bias)
