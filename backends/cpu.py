@@ -19,6 +19,8 @@ import hal
 from hal import dtypes as dt
 from hal import host, ops
 
+from . import cpu_int8
+
 kernels = hal.KernelTable("cpu")
 
 # Default: every op runs its reference (which computes half precision in float32).
@@ -203,57 +205,9 @@ def _attention(q, k, v, *, causal=False, scale=None):
     return np.matmul(_softmax(scores), v)
 
 
-# numpy has no int8 GEMM: its integer matmul is a naive loop, ~100x slower than float32 BLAS
-# (1024x384 @ 384x1536: 1.2 s against 8 ms). So int8 products run as float32 BLAS over chunks
-# of K short enough that every partial sum is an integer below 2**24, exact in float32
-# whatever order BLAS adds in; the chunks' sums add up in int32.
-_EXACT_FLOAT32 = 1 << 24
-
-
-def _extent(dtype, zero_point: int) -> int:
-    """The largest |q - zero_point| over the values q of an integer dtype."""
-    info = np.iinfo(dtype)
-    return max(zero_point - int(info.min), int(info.max) - zero_point)
-
-
-def _exact_matmul(a: np.ndarray, b: np.ndarray, extent: int) -> np.ndarray:
-    """a @ b exactly, for float32 operands holding integers whose products are at most
-    `extent` in magnitude: float32 when K fits one chunk, else int32 (wrapping as int32 does)."""
-    chunk = max(1, _EXACT_FLOAT32 // extent)
-    k = a.shape[-1]
-    if k <= chunk:
-        return np.matmul(a, b)
-    out = np.matmul(a[..., :chunk], b[:chunk] if b.ndim == 1 else b[..., :chunk, :])
-    out = out.astype(np.int32)
-    for start in range(chunk, k, chunk):
-        part = slice(start, start + chunk)
-        out += np.matmul(a[..., part], b[part] if b.ndim == 1 else b[..., part, :]).astype(np.int32)
-    return out
-
-
-@kernels.register("qmatmul", device_arg=False)
-def _qmatmul(a, b, *, a_zero_point=0, b_zero_point=0):
-    za, zb = int(a_zero_point), int(b_zero_point)
-    fa = np.subtract(a, np.float32(za), dtype=np.float32)
-    fb = np.subtract(b, np.float32(zb), dtype=np.float32)
-    extent = _extent(a.dtype, za) * _extent(b.dtype, zb)
-    return _exact_matmul(fa, fb, extent).astype(np.int32, copy=False)
-
-
-@kernels.register("quantized_linear", device_arg=False)
-def _quantized_linear(x, weight, weight_scale, bias=None):
-    scale, zero = ops.dynamic_qparams(float(x.min(initial=0.0)), float(x.max(initial=0.0)))
-    q = np.divide(x, scale, dtype=np.float32)
-    np.rint(q, out=q)
-    q += np.float32(zero)
-    np.clip(q, 0, 255, out=q)
-    q -= np.float32(zero)  # q - zero exactly: integers in [-255, 255]
-    acc = _exact_matmul(q, weight.astype(np.float32), _extent(np.uint8, zero) * 128)
-    y = acc.astype(np.float32, copy=False)
-    y *= scale * weight_scale
-    if bias is not None:
-        y += bias
-    return y
+# int8 products on an integer GEMM (see cpu_int8)
+kernels.register("qmatmul", device_arg=False)(cpu_int8.qmatmul)
+kernels.register("quantized_linear", device_arg=False)(cpu_int8.quantized_linear)
 
 
 class CpuDevice(hal.Device):

@@ -80,12 +80,21 @@ def raw_product(a: te.Tensor, b: te.Tensor, *, vnni: bool) -> te.Tensor:
 def corrected(a: te.Tensor, b: te.Tensor, raw: te.Tensor, *, a_zero: int,
               b_zero: int) -> te.Tensor:
     """(a - a_zero) @ (b - b_zero) from raw = a @ b: raw - za colsum(b) - zb rowsum(a) +
-    K za zb."""
+    K za zb, each sum computed only where its zero point is nonzero."""
     k = int(a.shape[1])
     za, zb = tirx.const(a_zero, "int32"), tirx.const(b_zero, "int32")
-    rows, cols = _sums(a, 1, "rowsum"), _sums(b, 0, "colsum")
-    return te.compute(raw.shape, lambda i, j: raw(i, j) - za * cols(j) - zb * rows(i) +
-                      tirx.const(k, "int32") * za * zb, name="out")
+    cols = _sums(b, 0, "colsum") if a_zero else None
+    rows = _sums(a, 1, "rowsum") if b_zero else None
+
+    def value(i, j):
+        v = raw(i, j) + tirx.const(k * a_zero * b_zero, "int32")
+        if cols is not None:
+            v = v - za * cols(j)
+        if rows is not None:
+            v = v - zb * rows(i)
+        return v
+
+    return te.compute(raw.shape, value, name="out")
 
 
 def _sums(t: te.Tensor, axis: int, name: str) -> te.Tensor:

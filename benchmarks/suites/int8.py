@@ -39,6 +39,13 @@ gathered once after the timing):
   `hal.onnx.load`, each output's max abs difference to the model run eagerly; the file's
   size and ops.
 
+- `qmatmul` on every backend (`hal.qmatmul`, uint8 x int8 -> int32, a zero point of 128,
+  512^3) and `qmatmul[ort]`, the peer: ONNX Runtime's MatMulInteger in a one-node session
+  (`frontends.quant.peers.ort_matmul_integer`) on the host under the cpu backend. Work:
+  2 M N K integer operations. Every int8 workload's params name the product form chosen
+  for this CPU (`hal.ops.quant.int8_product_form`), the CPU's int8 dot-product units and
+  hal's thread count (HAL_THREADS).
+
 The report's "INT8" section puts throughput (FP32, INT8 and their ratio per runtime,
 hal's best INT8 against ONNX Runtime's), retention and the round trip side by side.
 """
@@ -56,6 +63,7 @@ from benchmarks.suites import science
 from benchmarks.workload import Case, NotMeasuredHere, Workload
 from frontends import nn, quant
 from frontends.nn import finetune, reference
+from hal.ops.quant import INT8_DOT_FLAGS, int8_product_form
 
 SEQ = 128
 BATCHES = (1, 8, 32)
@@ -356,17 +364,68 @@ def _hal_facts(precision: str):
     return facts
 
 
+# -- qmatmul 512^3: hal's integer GEMM against ONNX Runtime's MatMulInteger ---------------------
+QMATMUL_SIZE = 512
+QMATMUL_A_ZERO = 128
+
+
+def int8_params() -> dict[str, str | int]:
+    """What decides int8 speed here: the product form chosen for this CPU, its int8
+    dot-product units (VNNI, AMX) and hal's thread count."""
+    units = sorted(INT8_DOT_FLAGS & hal.host.cpu_flags())
+    return {"int8_form": int8_product_form(), "int8_units": ", ".join(units) or "none",
+            "threads": hal.settings.threads}
+
+
+def _qmatmul_case(size: int):
+    def build(dtype) -> Case:
+        rng = np.random.default_rng(0)
+        a = rng.integers(0, 256, (size, size), dtype=np.uint8)
+        b = rng.integers(-128, 128, (size, size), dtype=np.int8)
+        return Case([a, b], flops=2.0 * size ** 3, items=size)
+
+    return build
+
+
+def _qmatmul(a: hal.Tensor, b: hal.Tensor) -> hal.Tensor:
+    return hal.qmatmul(a, b, a_zero_point=QMATMUL_A_ZERO)
+
+
+def _ort_qmatmul(a: hal.Tensor, b: hal.Tensor) -> hal.Tensor:
+    science.on_host(a.device)
+    out = quant.peers.ort_matmul_integer(a.numpy(), b.numpy(), QMATMUL_A_ZERO)
+    return hal.asarray(out, device=a.device)
+
+
+def qmatmul_reference(a, b) -> np.ndarray:
+    """The numpy integer reference of the qmatmul workloads."""
+    return hal.ops.spec("qmatmul").reference(np.asarray(a, np.uint8), np.asarray(b, np.int8),
+                                             a_zero_point=QMATMUL_A_ZERO)
+
+
+def qmatmul_workloads() -> list[Workload]:
+    """hal.qmatmul 512^3 on every backend and ONNX Runtime's MatMulInteger on the host."""
+    n = QMATMUL_SIZE
+    params = {"M": n, "N": n, "K": n, "a": "uint8", "b": "int8",
+              "a_zero_point": QMATMUL_A_ZERO, **int8_params()}
+    return [Workload("qmatmul", params, ("uint8",), _qmatmul_case(n), _qmatmul,
+                     qmatmul_reference),
+            Workload("qmatmul[ort]", {**params, "peer": ort_label()}, ("uint8",),
+                     _qmatmul_case(n), _ort_qmatmul, qmatmul_reference)]
+
+
 def workloads() -> list[Workload]:
     """MiniLM FP32 and INT8 per batch size: on every backend, and ONNX Runtime on the host;
-    at batch 8 with retention and the round trip in their facts."""
-    out = []
+    at batch 8 with retention and the round trip in their facts; qmatmul 512^3."""
+    out = qmatmul_workloads()
     for batch in BATCHES:
         params = {"model": "all-MiniLM-L6-v2", "seq": SEQ, "batch": batch, "claim": CLAIM}
         if batch >= LARGE_BATCH:
             params["backends"] = ", ".join(LARGE_BATCH_BACKENDS)
         for precision in ("fp32", "int8"):
             scale = 1.0 if precision == "fp32" else INT8_TOLERANCE_SCALE
-            p = {**params, "precision": precision}
+            p = {**params, "precision": precision,
+                 **(int8_params() if precision == "int8" else {})}
             facts = _hal_facts(precision) if batch == FACTS_BATCH else None
             out.append(Workload(f"minilm[{precision}]", p, ("float32",), _build(batch),
                                 _hal_run(precision, batch), embeddings_reference,
@@ -374,7 +433,7 @@ def workloads() -> list[Workload]:
             peer = {**params, "precision": precision, "peer": ort_label()}
             peer.pop("backends", None)
             if precision == "int8":
-                peer["ort_x64quantprecision"] = not quant.peers.has_vnni()
+                peer.update(int8_params(), ort_x64quantprecision=not quant.peers.has_vnni())
             facts = (lambda ids, mask: _ort_retention()) if (
                 batch == FACTS_BATCH and precision == "int8") else None
             out.append(Workload(f"minilm[ort-{precision}]", peer, ("float32",), _build(batch),

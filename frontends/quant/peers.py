@@ -7,10 +7,14 @@ weights, uint8 activations quantized per call, as quant_post_dynamic) and a CPU 
 
 from __future__ import annotations
 
-import os
+import functools
 from pathlib import Path
 
-from hal import HalError, host
+import numpy as np
+
+import hal
+from hal import HalError
+from hal.ops import quant
 
 
 def _onnxruntime():
@@ -51,13 +55,14 @@ def ort_quantize_dynamic(onnx_in: str | Path, onnx_out: str | Path,
 
 
 def has_vnni() -> bool:
-    """True if the CPU has VNNI (AVX-512 or AVX): u8 x s8 dot products without saturation."""
-    return bool({"avx512_vnni", "avx_vnni"} & host.cpu_flags())
+    """True if the CPU has VNNI (AVX-512 or AVX) or AMX-INT8: u8 x s8 dot products without
+    saturation (`hal.ops.quant.int8_product_form`)."""
+    return quant.int8_product_form() == quant.U8S8
 
 
 def ort_session(path: str | Path, threads: int | None = None, exact_int8: bool | None = None):
     """An onnxruntime.InferenceSession of an ONNX file on the CPU, with `threads` intra-op
-    threads (default: every core).
+    threads (default: hal.settings.threads, HAL_THREADS).
 
     Without VNNI, ORT's u8 x s8 GEMM (vpmaddubsw) saturates pairs of products in int16 and
     gives wrong int8 results (errors of ~0.7 on a 384 -> 1536 layer whose outputs are ~1);
@@ -67,7 +72,7 @@ def ort_session(path: str | Path, threads: int | None = None, exact_int8: bool |
     ort = _onnxruntime()
     source = _existing(path, "ort_session")
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads or os.cpu_count() or 1
+    options.intra_op_num_threads = threads or hal.settings.threads
     exact = not has_vnni() if exact_int8 is None else exact_int8
     if exact:
         options.add_session_config_entry("session.x64quantprecision", "1")
@@ -76,3 +81,39 @@ def ort_session(path: str | Path, threads: int | None = None, exact_int8: bool |
     except Exception as e:  # ORT's own exception types are not importable by one name
         raise HalError(f"ort_session: ONNX Runtime could not load {source}: "
                        f"{type(e).__name__}: {e}") from e
+
+
+def ort_matmul_integer(a: np.ndarray, b: np.ndarray, a_zero_point: int = 0,
+                       b_zero_point: int = 0) -> np.ndarray:
+    """(a - a_zero_point) @ (b - b_zero_point) in int32 by ONNX Runtime's MatMulInteger for a
+    uint8 a and an int8 b (2-D), in this CPU's product form (`int8_product_form`: u8 x s8
+    with VNNI/AMX, else b shifted to uint8), on hal.settings.threads threads."""
+    if a.dtype != np.uint8 or b.dtype != np.int8 or a.ndim != 2 or b.ndim != 2:
+        raise HalError(f"ort_matmul_integer: needs 2-D uint8 a and int8 b, got {a.dtype} "
+                       f"{a.shape} and {b.dtype} {b.shape}")
+    if quant.int8_product_form() == quant.U8U8:
+        b, b_zero_point = b.view(np.uint8) ^ np.uint8(0x80), b_zero_point + 128
+    session = _matmul_integer_session(b.dtype.name, hal.settings.threads)
+    return session.run(None, {"A": a, "B": b, "a_zero": np.asarray(a_zero_point, np.uint8),
+                              "b_zero": np.asarray(b_zero_point, b.dtype)})[0]
+
+
+@functools.cache
+def _matmul_integer_session(b_dtype: str, threads: int):
+    ort = _onnxruntime()
+    from onnx import TensorProto, helper
+
+    b_type = {"int8": TensorProto.INT8, "uint8": TensorProto.UINT8}[b_dtype]
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["A", "B", "a_zero", "b_zero"], ["Y"])], "qmatmul",
+        [helper.make_tensor_value_info("A", TensorProto.UINT8, ["M", "K"]),
+         helper.make_tensor_value_info("B", b_type, ["K", "N"]),
+         helper.make_tensor_value_info("a_zero", TensorProto.UINT8, []),
+         helper.make_tensor_value_info("b_zero", b_type, [])],
+        [helper.make_tensor_value_info("Y", TensorProto.INT32, ["M", "N"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8  # what every supported onnxruntime accepts
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    return ort.InferenceSession(model.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"])

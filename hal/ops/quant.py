@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..runtime import dtypes as dt
+from ..runtime import host
 from ..runtime.errors import ShapeError
 from . import shapes
 from .spec import COMPOSITE, EXTENDED, LOOSE, check_dtype, declare
@@ -88,6 +89,22 @@ declare(
     "qmatmul", EXTENDED, "quant", (dt.int8, dt.uint8), _qmatmul_ref, _qmatmul_meta,
     promote=(), differentiable=False,
 )
+
+
+U8S8 = "uint8 x int8"
+U8U8 = "uint8 x uint8"
+INT8_DOT_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
+"""CPU flags of units that sum uint8 x int8 products in int32 (VNNI vpdpbusd, AMX tdpbusd)."""
+
+
+def int8_product_form(cpu_flags=None) -> str:
+    """The operand form of an integer product (ONNX MatMulInteger) of a uint8 and an int8
+    matrix on a CPU with `cpu_flags` (default: this one's): U8S8 where VNNI or AMX sums
+    u8 x s8 products in int32; elsewhere U8U8 (the int8 operand and its zero point shifted
+    by 128: the same differences), as x86-64 without them (vpmaddubsw) saturates pairs of
+    u8 x s8 products in int16. Both are exact."""
+    flags = host.cpu_flags() if cpu_flags is None else frozenset(cpu_flags)
+    return U8S8 if flags & INT8_DOT_FLAGS else U8U8
 
 
 def dynamic_qparams(lo: float, hi: float) -> tuple[np.float32, int]:

@@ -1,13 +1,14 @@
 """The "INT8" section: MiniLM's throughput in FP32 and INT8 per runtime beside the published
-claim, hal's best INT8 against ONNX Runtime's, the accuracy INT8 retains on the shipped
-sentences, and the ONNX export/import round trip (from the int8 suite's facts)."""
+claim, hal's best INT8 against ONNX Runtime's, qmatmul 512^3 per runtime against ONNX
+Runtime's MatMulInteger, the accuracy INT8 retains on the shipped sentences, and the ONNX
+export/import round trip (from the int8 suite's facts)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from benchmarks.schema.records import Measurement, Results
-from reports.figures.lookup import case_and_label, number, ok, ratio, suite_section
+from reports.figures.lookup import case_and_label, number, ok, ratio, seconds_cell, suite_section
 from reports.section import Block, Section
 
 RETENTION = ("cosine_min", "cosine_mean", "neighbour_agreement", "topic_accuracy_fp32",
@@ -28,6 +29,12 @@ def _blocks(ms: list[Measurement]) -> list[Block]:
                    "INT8's rate over FP32's in the same runtime; the cosines are each output's "
                    f"lowest to the numpy FP32 reference. The claim: {'; '.join(claims)}.",
                    throughput, *best_against_peer(ms)]
+    products = qmatmul_table(ms)
+    if not products.empty:
+        blocks += ["qmatmul (uint8 x int8 -> int32, exact) per runtime: integer operations per "
+                   "second (median), against ONNX Runtime's MatMulInteger in the same run; the "
+                   "product form chosen for this CPU, its int8 units and the thread count.",
+                   products]
     kept = retention_table(ms)
     if not kept.empty:
         blocks += [f"Retention on the shipped sentences ({_sentences(ms)}), INT8 against FP32 "
@@ -126,6 +133,28 @@ def best_against_peer(ms: list[Measurement]) -> list[str]:
             out.append(f"Batch {batch}: hal's best INT8 ({best}) {ours[best]:.1f} samples/s "
                        f"against ONNX Runtime's INT8 {theirs:.1f}: {ours[best] / theirs:.2f}x.")
     return out
+
+
+def _gops(m: Measurement | None) -> float | None:
+    """Integer operations per second / 1e9 (the harness's `gflops` of 2 M N K per call)."""
+    return m.metrics.get("gflops") if m is not None and m.status == "ok" else None
+
+
+def qmatmul_table(ms: list[Measurement]) -> pd.DataFrame:
+    """Runtime x qmatmul shape: median time, GOP/s, x ONNX Runtime, form, units, threads."""
+    found = [m for m in ms if case_and_label(m)[0] == "qmatmul"]
+    peers = {_shape(m): _gops(m) for m in found if "peer" in m.params}
+    rows = [{"shape": _shape(m), "runtime": _runtime(m), "median": seconds_cell(m),
+             "GOP/s": number(_gops(m), ".0f"),
+             "x ONNX Runtime": ratio(_gops(m), peers.get(_shape(m))),
+             "product form": m.params.get("int8_form", ""),
+             "int8 units": m.params.get("int8_units", ""),
+             "threads": m.params.get("threads", "")} for m in found]
+    return pd.DataFrame(rows)
+
+
+def _shape(m: Measurement) -> str:
+    return "x".join(str(m.params.get(d, "?")) for d in ("M", "N", "K"))
 
 
 def retention_table(ms: list[Measurement]) -> pd.DataFrame:

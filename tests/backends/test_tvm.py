@@ -128,6 +128,18 @@ def test_uint8_qmatmul_uses_vnni_and_is_exact(dev):
         ah, bh, a_zero_point=3, b_zero_point=-5))
 
 
+@pytest.mark.skipif(not target.has_vnni(), reason="the CPU has no AVX-512 VNNI")
+@pytest.mark.parametrize("m, k, n, za, zb", [(24, 64, 48, 128, 0), (8, 32, 64, 0, -5),
+                                             (12, 96, 32, 0, 0), (40, 64, 64, 255, 127)])
+def test_vnni_qmatmul_tiles_and_zero_point_corrections_are_exact(dev, m, k, n, za, zb):
+    ah = RNG.integers(0, 256, (m, k), dtype=np.uint8)
+    bh = RNG.integers(-128, 128, (k, n), dtype=np.int8)
+    ah[:, ::3], bh[::2] = 255, -128  # the largest products
+    out = hal.qmatmul(_on(dev, ah), _on(dev, bh), a_zero_point=za, b_zero_point=zb)
+    np.testing.assert_array_equal(out.numpy(), hal.ops.spec("qmatmul").reference(
+        ah, bh, a_zero_point=za, b_zero_point=zb))
+
+
 def test_quantized_linear_matches_reference_and_stays_close_to_float32(dev):
     x = RNG.standard_normal((32, 64)).astype(np.float32)
     w = RNG.standard_normal((64, 48)).astype(np.float32)

@@ -18,16 +18,35 @@ TINY = TimingOptions(warmup=0, min_samples=1, max_samples=1, sample_time=0.0, bu
 
 def _workload(name: str, batch: int):
     (found,) = [w for w in suite_workloads("int8")
-                if w.name == name and w.params["batch"] == batch]
+                if w.name == name and w.params.get("batch") == batch]
     return found
 
 
 def test_the_suite_has_fp32_and_int8_in_hal_and_the_peer_at_every_batch():
-    names = {(w.name, w.params["batch"]) for w in suite_workloads("int8")}
+    minilm = [w for w in suite_workloads("int8") if w.name.startswith("minilm")]
+    names = {(w.name, w.params["batch"]) for w in minilm}
     labels = ("fp32", "int8", "ort-fp32", "ort-int8")
     assert names == {(f"minilm[{p}]", b) for p in labels for b in int8.BATCHES}
-    assert all(w.params["seq"] == 128 and "2300" in w.params["claim"]
-               for w in suite_workloads("int8"))
+    assert all(w.params["seq"] == 128 and "2300" in w.params["claim"] for w in minilm)
+    assert all(w.params["int8_form"] == hal.ops.quant.int8_product_form()
+               for w in minilm if w.params["precision"] == "int8")
+
+
+@pytest.mark.parametrize("name", ["qmatmul", "qmatmul[ort]"])
+def test_qmatmul_512_on_cpu_is_exact_and_names_the_product_form(cpu, name):
+    workload = _workload(name, None)
+    assert workload.params["int8_form"] in ("uint8 x int8", "uint8 x uint8")
+    assert workload.params["threads"] == hal.settings.threads
+    record = measure(workload, "int8", "uint8", cpu, TINY)
+    assert record.status == "ok", record.error
+    assert record.check.passed and record.check.max_error == 0
+    assert record.metrics["items_per_s"] > 0
+
+
+def test_a_wrong_qmatmul_answer_fails_the_check(cpu):
+    workload = _workload("qmatmul[ort]", None)
+    wrong = dataclasses.replace(workload, run=lambda a, b: workload.run(a, b) + 1)
+    assert measure(wrong, "int8", "uint8", cpu, TINY).status == "failed"
 
 
 @pytest.mark.parametrize("name", ["minilm[fp32]", "minilm[int8]", "minilm[ort-int8]"])
@@ -112,7 +131,7 @@ def test_retention_measures_cosines_and_the_goal():
 
 
 def test_retention_and_the_round_trip_are_facts_of_the_batch_8_workloads():
-    with_facts = {(w.name, w.params["batch"]) for w in suite_workloads("int8") if w.facts}
+    with_facts = {(w.name, w.params.get("batch")) for w in suite_workloads("int8") if w.facts}
     assert with_facts == {("minilm[fp32]", 8), ("minilm[int8]", 8), ("minilm[ort-int8]", 8)}
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import hal
+from hal.ops.quant import U8S8, U8U8, int8_product_form
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -104,39 +105,65 @@ def _full_range_int8(k: int):
     return a, s, w
 
 
-def test_int8_products_are_exact_in_onnxruntime_over_the_full_range():
+def _form_runs_here(form: str) -> None:
+    """Skip where ONNX Runtime cannot run `form` exactly: u8 x s8 on a CPU without VNNI/AMX."""
+    if form == U8S8 and int8_product_form() != U8S8:
+        pytest.skip("this CPU has no VNNI/AMX: ONNX Runtime's u8 x s8 GEMM saturates there")
+
+
+QREF = hal.ops.spec("qmatmul").reference
+
+
+@pytest.mark.parametrize("form", [U8S8, U8U8])
+def test_int8_products_are_exact_in_onnxruntime_over_the_full_range(form):
+    _form_runs_here(form)
     a, s, w = _full_range_int8(1536)
     x = _f32(4, 1536, scale=3.0)
     ws, bias = np.float32(np.linspace(0.01, 0.02, 6)), _f32(6)
-    cases = [  # (function, its arguments)
-        (lambda p, q: hal.qmatmul(p, q, a_zero_point=7, b_zero_point=-128), [a, w]),
-        (lambda p: hal.qmatmul(p, hal.asarray(w), a_zero_point=128, b_zero_point=3), [a]),
-        (lambda p, q: hal.qmatmul(p, q, a_zero_point=-5, b_zero_point=127), [s, w]),
-        (hal.nn.quantized_linear, [x, w, ws, bias]),
-        (lambda p: hal.nn.quantized_linear(p, hal.asarray(w), hal.asarray(ws)), [x]),
+    cases = [  # (function, its arguments, the numpy integer reference or None)
+        (lambda p, q: hal.qmatmul(p, q, a_zero_point=7, b_zero_point=-128), [a, w],
+         QREF(a, w, a_zero_point=7, b_zero_point=-128)),
+        (lambda p: hal.qmatmul(p, hal.asarray(w), a_zero_point=128, b_zero_point=3), [a],
+         QREF(a, w, a_zero_point=128, b_zero_point=3)),
+        (lambda p, q: hal.qmatmul(p, q, a_zero_point=-5, b_zero_point=127), [s, w],
+         QREF(s, w, a_zero_point=-5, b_zero_point=127)),
+        (hal.nn.quantized_linear, [x, w, ws, bias], None),
+        (lambda p: hal.nn.quantized_linear(p, hal.asarray(w), hal.asarray(ws)), [x], None),
     ]
-    for k, (fn, args) in enumerate(cases):
+    for k, (fn, args, expected) in enumerate(cases):
         tensors = _tensors(args)
-        got = _ort_run(hal.onnx.export(fn, *tensors), {f"input_{i}": v
-                                                        for i, v in enumerate(args)})[0]
-        want = fn(*tensors).numpy()
-        if want.dtype == np.int32:
-            np.testing.assert_array_equal(got, want, err_msg=f"case {k}")
+        model = hal.onnx.export(fn, *tensors, int8_form=form)
+        got = _ort_run(model, {f"input_{i}": v for i, v in enumerate(args)})[0]
+        if expected is not None:
+            np.testing.assert_array_equal(got, expected, err_msg=f"case {k}")
         else:  # float32 rounding of the same integer sums
+            want = fn(*tensors).numpy()
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-4, err_msg=f"case {k}")
 
 
-def test_a_constant_int8_weight_is_kept_in_7_bits_and_shifted_beyond():
+def _weight_types(w, form):
     x = hal.asarray(_f32(2, 8))
     ws = hal.asarray(np.full(3, 0.1, np.float32))
+    model = hal.onnx.export(lambda v: hal.nn.quantized_linear(v, hal.asarray(w), ws), x,
+                            int8_form=form)
+    return [numpy_helper.to_array(t).dtype.name for t in model.graph.initializer
+            if len(t.dims) == 2]
 
-    def weight_types(w):
-        model = hal.onnx.export(lambda v: hal.nn.quantized_linear(v, hal.asarray(w), ws), x)
-        return [numpy_helper.to_array(t).dtype.name for t in model.graph.initializer
-                if len(t.dims) == 2]
 
-    assert weight_types(_ints(-64, 65, (8, 3), np.int8)) == ["int8"]  # quantize_dynamic's
-    assert weight_types(_ints(-128, 128, (8, 3), np.int8)) == ["uint8"]
+def test_a_constant_int8_weight_is_kept_in_7_bits_and_shifted_beyond_without_vnni():
+    assert _weight_types(_ints(-64, 65, (8, 3), np.int8), U8U8) == ["int8"]  # quantize_dynamic's
+    assert _weight_types(_ints(-128, 128, (8, 3), np.int8), U8U8) == ["uint8"]
+
+
+def test_an_int8_weight_stays_int8_in_the_vnni_form_and_is_the_default_there():
+    assert _weight_types(_ints(-128, 128, (8, 3), np.int8), U8S8) == ["int8"]
+    default = "int8" if int8_product_form() == U8S8 else "uint8"
+    assert _weight_types(_ints(-128, 128, (8, 3), np.int8), None) == [default]
+
+
+def test_an_unknown_int8_form_is_refused():
+    with pytest.raises(hal.HalError, match="int8_form 'int8 x int8'"):
+        _weight_types(_ints(-64, 65, (8, 3), np.int8), "int8 x int8")
 
 
 def _tensors(args, device=None):

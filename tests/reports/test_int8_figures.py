@@ -89,3 +89,24 @@ def test_the_round_trip_shows_its_figures_and_its_failure(int8_file, tmp_path):
     md = build_report([int8_file], tmp_path / "out")[0].read_text()
     assert "## INT8" in md and CLAIM in md and "agreement >= 99.2% and every cosine >= 0.99" in md
     assert "96 sentences, 8 topics, 17 tokens" in md
+
+
+def test_qmatmul_rows_against_the_matmulinteger_peer(suite_measurement, results_file, tmp_path):
+    params = {"M": 512, "N": 512, "K": 512, "int8_form": "uint8 x int8",
+              "int8_units": "amx_int8, avx512_vnni", "threads": 1}
+
+    def m(backend, median, **extra):
+        return suite_measurement("int8", "qmatmul" + ("[ort]" if extra else ""), backend,
+                                 median, params={**params, **extra}, dtype="uint8",
+                                 metrics={"gflops": 2 * 512 ** 3 / median / 1e9})
+
+    path = results_file("int8.jsonl", [m("cpu", 2e-4), m("tvm", 8e-4),
+                                       m("cpu", 1.6e-4, peer="onnxruntime 1.32.0")])
+    table = int8.qmatmul_table(load_results(path).measurements)
+    rows = {r["runtime"]: r for r in table.to_dict("records")}
+    assert float(rows["hal cpu:0"]["x ONNX Runtime"]) == pytest.approx(0.8, rel=0.02)
+    assert float(rows["hal tvm:0"]["x ONNX Runtime"]) == pytest.approx(0.2, rel=0.02)
+    assert rows["hal cpu:0"]["GOP/s"] == "1342" and rows["hal cpu:0"]["threads"] == 1
+    assert rows["hal cpu:0"]["product form"] == "uint8 x int8"
+    md = build_report([path], tmp_path / "out")[0].read_text()
+    assert "qmatmul (uint8 x int8 -> int32, exact)" in md and "amx_int8, avx512_vnni" in md
