@@ -122,52 +122,72 @@ def _resized(x: Tensor, layout: _Layout) -> Tensor:
     return x
 
 
+def _one_axis(op: str, shape: tuple, n, axis) -> _Layout:
+    """The layout of a 1-d transform, cached per (op, shape, n, axis and their types)."""
+    try:
+        return _cached_one_axis(op, shape, n, axis)
+    except TypeError:  # unhashable n or axis: checked without the cache
+        return _checked_layout(op, shape, None if n is None else (n,), (axis,))
+
+
+@functools.lru_cache(maxsize=_CACHED, typed=True)
+def _cached_one_axis(op, shape, n, axis) -> _Layout:
+    return _checked_layout(op, shape, None if n is None else (n,), (axis,))
+
+
+def _transform(spec, x: Tensor, layout: _Layout, norm) -> Tensor:
+    x = _resized(x, layout)
+    if layout.n is None:
+        return call(spec, x, axes=layout.axes, norm=norm)
+    return call(spec, x, axes=layout.axes, n=layout.n, norm=norm)
+
+
 def fftn(x, s=None, axes=None, norm=None) -> Tensor:
     """N-d discrete Fourier transform over axes (all by default)."""
     x = _input("fftn", x)
-    layout = _layout("fftn", x.shape, s, axes)
-    return call(_FFTN, _resized(x, layout), axes=layout.axes, norm=norm)
+    return _transform(_FFTN, x, _layout("fftn", x.shape, s, axes), norm)
 
 
 def ifftn(x, s=None, axes=None, norm=None) -> Tensor:
     """N-d inverse discrete Fourier transform over axes."""
     x = _input("ifftn", x)
-    layout = _layout("ifftn", x.shape, s, axes)
-    return call(_IFFTN, _resized(x, layout), axes=layout.axes, norm=norm)
+    return _transform(_IFFTN, x, _layout("ifftn", x.shape, s, axes), norm)
 
 
 def rfftn(x, s=None, axes=None, norm=None) -> Tensor:
     """N-d transform of real input; the last axis keeps n//2 + 1 points."""
     x = _input("rfftn", x)
-    layout = _layout("rfftn", x.shape, s, axes)
-    return call(_RFFTN, _resized(x, layout), axes=layout.axes, norm=norm)
+    return _transform(_RFFTN, x, _layout("rfftn", x.shape, s, axes), norm)
 
 
 def irfftn(x, s=None, axes=None, norm=None) -> Tensor:
     """Inverse of rfftn: real output; s gives the output sizes (last: 2*(m-1) by default)."""
     x = _input("irfftn", x)
-    layout = _layout("irfftn", x.shape, s, axes)
-    return call(_IRFFTN, _resized(x, layout), axes=layout.axes, n=layout.n, norm=norm)
+    return _transform(_IRFFTN, x, _layout("irfftn", x.shape, s, axes), norm)
 
 
 def fft(x, n=None, axis=-1, norm=None) -> Tensor:
     """1-d discrete Fourier transform along axis."""
-    return fftn(x, None if n is None else (n,), (axis,), norm)
+    x = _input("fftn", x)
+    return _transform(_FFTN, x, _one_axis("fftn", x.shape, n, axis), norm)
 
 
 def ifft(x, n=None, axis=-1, norm=None) -> Tensor:
     """1-d inverse discrete Fourier transform along axis."""
-    return ifftn(x, None if n is None else (n,), (axis,), norm)
+    x = _input("ifftn", x)
+    return _transform(_IFFTN, x, _one_axis("ifftn", x.shape, n, axis), norm)
 
 
 def rfft(x, n=None, axis=-1, norm=None) -> Tensor:
     """1-d transform of real input (n//2 + 1 points)."""
-    return rfftn(x, None if n is None else (n,), (axis,), norm)
+    x = _input("rfftn", x)
+    return _transform(_RFFTN, x, _one_axis("rfftn", x.shape, n, axis), norm)
 
 
 def irfft(x, n=None, axis=-1, norm=None) -> Tensor:
     """Inverse of rfft: n real points (2*(m-1) by default)."""
-    return irfftn(x, None if n is None else (n,), (axis,), norm)
+    x = _input("irfftn", x)
+    return _transform(_IRFFTN, x, _one_axis("irfftn", x.shape, n, axis), norm)
 
 
 def fft2(x, s=None, axes=(-2, -1), norm=None) -> Tensor:
