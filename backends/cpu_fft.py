@@ -107,22 +107,24 @@ class Plan:
         with self._lock:
             try:
                 self.fftw.update_arrays(x, target)
-            except ValueError:  # strides or alignment other than the plan's: aligned copies
-                aligned = np.empty(self.out_shape, self.out_dtype)
-                self.fftw.update_arrays(np.array(x, order="C"), aligned)
-                self.fftw.execute()
-                return _scaled(aligned, self.scale, out)
+            except ValueError:  # strides or alignment other than the plan's
+                return self._on_copies(x, out)
             self.fftw.execute()
-        return _scaled(target, self.scale, None)
+        if self.scale != 1.0:
+            target *= self.scale
+        return target
 
-
-def _scaled(result: np.ndarray, scale: float, out: np.ndarray | None) -> np.ndarray:
-    if out is not None:
+    def _on_copies(self, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        """The transform of a C-ordered copy of x into a new array, copied to out if given."""
+        result = np.empty(self.out_shape, self.out_dtype)
+        self.fftw.update_arrays(np.array(x, order="C"), result)
+        self.fftw.execute()
+        if self.scale != 1.0:
+            result *= self.scale
+        if out is None:
+            return result
         np.copyto(out, result)
-        result = out
-    if scale != 1.0:
-        result *= scale
-    return result
+        return out
 
 
 def _scale(norm, forward: bool, points: int) -> float:
@@ -163,15 +165,24 @@ def kernel(name: str):
     """The kernel of one FFT op (fftn, ifftn, rfftn, irfftn): FFTW, else pocketfft."""
 
     def fft_kernel(x, *, axes, norm=None, n=None, out=None):
-        if pyfftw_module() is None or x.size == 0:
+        size = x.size
+        if pyfftw_module() is None or size == 0:
             result = _pocketfft(name, x, axes, norm, n)
-            return result if out is None else _scaled(result, 1.0, out)
-        points = x.size if name != "irfftn" else x.size // x.shape[axes[-1]] * n
-        threads = threads_for(points)
+            if out is None:
+                return result
+            np.copyto(out, result)
+            return out
+        # irfftn's output has at most twice its input's points
+        threads = 1 if 2 * size < THREADED_POINTS else threads_for(_points(name, x, axes, n))
         return plan(name, x.shape, x.dtype, axes, norm, n, threads)(x, out)
 
     fft_kernel.takes_out = True
     return fft_kernel
+
+
+def _points(name: str, x, axes: tuple, n) -> int:
+    """Points of a transform: its input's, or for irfftn its output's."""
+    return x.size if name != "irfftn" else x.size // max(1, x.shape[axes[-1]]) * n
 
 
 @functools.cache
@@ -196,8 +207,7 @@ def _pocketfft(name: str, x, axes: tuple, norm, n):
             s = [x.shape[a] for a in axes[:-1]] + [n]
             return scipy.fft.irfftn(x, s=s, axes=axes, norm=norm)
         return getattr(scipy.fft, name)(x, axes=axes, norm=norm)
-    points = x.size if name != "irfftn" else x.size // max(1, x.shape[axes[-1]]) * n
-    threads = threads_for(points)
+    threads = threads_for(_points(name, x, axes, n))
     inorm = _INORM[norm][_FORWARD[name]]
     if name == "rfftn":
         return pocketfft.r2c(x, axes, True, inorm, None, threads)
