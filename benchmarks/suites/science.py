@@ -114,8 +114,9 @@ def fft_plan_peer(kind: str, shape: tuple[int, ...]) -> Workload:
         on_host(x.device)
         return hal.asarray(plan(x.dtype)(x.numpy()))
 
-    return Workload(f"{kind}[pyfftw_plan]", peer_params("pyfftw", base.params), base.dtypes,
-                    base.build, run, base.reference, tolerance_scale=base.tolerance_scale)
+    params = {**base.params, "peer": f"{peers.version_label('pyfftw')} (one FFTW plan)"}
+    return Workload(f"{kind}[pyfftw_plan]", params, base.dtypes, base.build, run,
+                    base.reference, tolerance_scale=base.tolerance_scale)
 
 
 # -- the floor ------------------------------------------------------------------------
