@@ -9,8 +9,9 @@ copy. Each kernel takes `out=`, so under `hal.jit` it writes into the executable
 preallocated buffer. Where pyfftw does not import, scipy's pocketfft runs instead.
 
 Threads: a transform of `THREADED_POINTS` points or more runs on `settings.threads`
-threads, fewer where other processes keep cores busy now (FFTW's threads wait for each
-other at every pass: on 2 cores with one taken, 2 threads ran 20x slower than one).
+threads, fewer where other tasks keep cores busy now (FFTW's threads wait for each other
+at every pass: on 2 cores with one taken, 2 threads ran 3x (1024^2) to 400x (128^2)
+slower than one; with both free they ran 1.5-2x faster from 2^14 points).
 """
 
 from __future__ import annotations
@@ -104,12 +105,15 @@ class Plan:
         target = np.empty(self.out_shape, self.out_dtype) if out is None else out
         if self.copies_input:
             x = x.copy()
+        fftw = self.fftw
         with self._lock:
-            try:
-                self.fftw.update_arrays(x, target)
-            except ValueError:  # strides or alignment other than the plan's
-                return self._on_copies(x, out)
-            self.fftw.execute()
+            # a jitted graph passes the same buffers each call: the plan points at them already
+            if x is not fftw.input_array or target is not fftw.output_array:
+                try:
+                    fftw.update_arrays(x, target)
+                except ValueError:  # strides or alignment other than the plan's
+                    return self._on_copies(x, out)
+            fftw.execute()
         if self.scale != 1.0:
             target *= self.scale
         return target
