@@ -1,14 +1,13 @@
 """The CPU backend: numpy and scipy on host memory; the reference and the embedded default.
 
 Every op has a kernel: the op's numpy reference by default, and faster library calls
-where they exist (numpy ufuncs directly, scipy.fft with all cores, scipy.special.erf,
+where they exist (numpy ufuncs directly, FFTW plans (`cpu_fft`), scipy.special.erf,
 composites written as one numpy expression instead of a chain of dispatched ops).
 Tensors are numpy arrays, so host transfers are free and DLPack is numpy's.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import platform
@@ -19,7 +18,7 @@ import hal
 from hal import dtypes as dt
 from hal import host, ops
 
-from . import cpu_int8
+from . import cpu_fft, cpu_int8
 
 kernels = hal.KernelTable("cpu")
 
@@ -83,50 +82,8 @@ def _erf(x):
     return erf(x)
 
 
-_WORKERS = os.cpu_count() or 1
-_THREADED_FFT = 1 << 15  # points per call below which extra threads cost more than they gain
-# pocketfft's normalisation code (0: none, 1: 1/sqrt(n), 2: 1/n) per norm, (inverse, forward)
-_INORM = {None: (2, 0), "backward": (2, 0), "ortho": (1, 1), "forward": (0, 2)}
-
-
-@functools.cache
-def _pocketfft_module():
-    """scipy's private pocketfft binding, or None where a scipy release has moved it."""
-    try:
-        from scipy.fft._pocketfft import pypocketfft
-    except ImportError:
-        return None
-    return pypocketfft
-
-
-def _pocketfft(name):
-    """scipy's pocketfft binding called directly: scipy.fft's wrappers re-check and re-plan
-    what hal.fft already settled, ~8 us per call (3.4 against 11.5 us for a 256-point rfft).
-    The binding is private: without it the public scipy.fft functions run instead."""
-    forward = name in ("fftn", "rfftn")
-
-    def kernel(x, *, axes, norm=None, n=None):
-        pocketfft = _pocketfft_module()
-        if pocketfft is None:
-            import scipy.fft
-
-            if name == "irfftn":
-                s = [x.shape[a] for a in axes[:-1]] + [n]
-                return scipy.fft.irfftn(x, s=s, axes=axes, norm=norm)
-            return getattr(scipy.fft, name)(x, axes=axes, norm=norm)
-        threads = _WORKERS if x.size >= _THREADED_FFT else 1
-        inorm = _INORM[norm][forward]
-        if name == "rfftn":
-            return pocketfft.r2c(x, axes, True, inorm, None, threads)
-        if name == "irfftn":
-            return pocketfft.c2r(x, axes, n, False, inorm, None, threads)
-        return pocketfft.c2c(x, axes, forward, inorm, None, threads)
-
-    return kernel
-
-
 for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
-    kernels.register(_name, device_arg=False)(_pocketfft(_name))
+    kernels.register(_name, device_arg=False)(cpu_fft.kernel(_name))
 
 
 # Fused composites for the dtypes numpy computes natively: one expression, no dispatch.

@@ -9,6 +9,9 @@ float32/float64 for rfftn) transforms.
 
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import numpy as np
 
 from . import functions as F
@@ -21,111 +24,170 @@ from .runtime.errors import ShapeError, UnsupportedDType
 from .tensor import Tensor
 
 _FFTN, _IFFTN, _RFFTN, _IRFFTN = (ops.spec(n) for n in ("fftn", "ifftn", "rfftn", "irfftn"))
+_CACHED = 1024  # call shapes whose checked axes and sizes are kept
 
 
 def _as_tensor(x) -> Tensor:
     return x if isinstance(x, Tensor) else asarray(x)
 
 
-def _complex_input(op: str, x: Tensor) -> Tensor:
-    if dt.is_integer(x.dtype) or dt.is_bool(x.dtype) or x.dtype == dt.bfloat16:
-        raise UnsupportedDType(f"{op}: input dtype {x.dtype.name} is not float16/32/64 or complex")
-    return F.astype(x, dt.complex_dtype(x.dtype))
+@functools.lru_cache(maxsize=64)
+def _input_dtype(op: str, dtype: np.dtype) -> np.dtype:
+    """The dtype op transforms for an input dtype: complex for fftn/ifftn/irfftn (real cast
+    up, float16 to complex64), float32/float64 for rfftn."""
+    if op == "rfftn":
+        if not dt.is_floating(dtype) or dtype == dt.bfloat16:
+            raise UnsupportedDType(f"{op}: input dtype {dtype.name} is not float16/32/64")
+        return dt.float64 if dtype == dt.float64 else dt.float32
+    if dt.is_integer(dtype) or dt.is_bool(dtype) or dtype == dt.bfloat16:
+        raise UnsupportedDType(f"{op}: input dtype {dtype.name} is not float16/32/64 or complex")
+    return dt.complex_dtype(dtype)
 
 
-def _real_input(op: str, x: Tensor) -> Tensor:
-    if not dt.is_floating(x.dtype) or x.dtype == dt.bfloat16:
-        raise UnsupportedDType(f"{op}: input dtype {x.dtype.name} is not float16/32/64")
-    return F.astype(x, dt.float64 if x.dtype == dt.float64 else dt.float32)
+def _input(op: str, x) -> Tensor:
+    x = _as_tensor(x)
+    target = _input_dtype(op, x.dtype)
+    return x if target is x.dtype else F.astype(x, target)
 
 
-def _resize(op: str, x: Tensor, axes: tuple, sizes) -> Tensor:
-    """Crop or zero-pad x along axes to sizes (numpy's n and s)."""
-    if sizes is None:
-        return x
-    for n in sizes:
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-            raise ShapeError(f"{op}: transform size {n!r} must be an int")
-    bounds = [(0, 1, n) for n in x.shape]
-    widths = [(0, 0)] * x.ndim
-    for a, n in zip(axes, sizes):
-        if n < 1:
-            raise ShapeError(f"{op}: transform size {n} must be at least 1")
-        bounds[a] = (0, 1, min(n, x.shape[a]))
-        widths[a] = (0, max(0, n - x.shape[a]))
-    if any(b[2] != m for b, m in zip(bounds, x.shape)):
-        x = F.slice(x, bounds)
-    if any(w != (0, 0) for w in widths):
-        x = F.pad(x, widths)
-    return x
+class _Layout(NamedTuple):
+    """A call's checked axes, the crop/pad bringing the input to the transform's size (None
+    for none), and irfftn's output length n."""
+
+    axes: tuple
+    bounds: list | None
+    widths: list | None
+    n: int | None
 
 
-def _axes(op: str, x: Tensor, s, axes) -> tuple[tuple, tuple | None]:
-    """(the axes to transform, the sizes s as a tuple or None), checked: ints, no repeats,
-    at least one axis."""
+def _layout(op: str, shape: tuple, s, axes) -> _Layout:
+    """_checked_layout, cached per (op, shape, s, axes and their items' types) where s and
+    axes are hashable (a tuple, an int or None)."""
+    try:
+        return _cached_layout(op, shape, s, axes, _kinds(s), _kinds(axes))
+    except TypeError:  # a list or an array: checked without the cache
+        return _checked_layout(op, shape, s, axes)
+
+
+def _kinds(value):
+    """The types of value's items (so that axis 1.0 or True is not taken for 1)."""
+    return tuple(map(type, value)) if isinstance(value, tuple) else type(value)
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _cached_layout(op, shape, s, axes, s_kinds, axes_kinds) -> _Layout:
+    return _checked_layout(op, shape, s, axes)
+
+
+def _checked_layout(op: str, shape: tuple, s, axes) -> _Layout:
+    """numpy's axes and s for an input shape, checked: ints, no repeats, at least one
+    axis, sizes >= 1; irfftn's sizes default to the last axis' 2*(m-1)."""
+    ndim = len(shape)
     s = None if s is None else shapes.ints(op, "s", s)
     if axes is None:
-        axes = range(x.ndim) if s is None else range(x.ndim - len(s), x.ndim)
-    ax = tuple(shapes.axis(op, a, x.ndim) for a in shapes.ints(op, "axes", axes))
+        axes = range(ndim) if s is None else range(ndim - len(s), ndim)
+    ax = tuple(shapes.axis(op, a, ndim) for a in shapes.ints(op, "axes", axes))
     if len(set(ax)) != len(ax):
         raise ShapeError(f"{op}: repeated axis in {axes!r}")
     if not ax:
-        raise ShapeError(f"{op}: no axis to transform (input shape {tuple(x.shape)}, s {s})")
+        raise ShapeError(f"{op}: no axis to transform (input shape {shape}, s {s})")
     if s is not None and len(s) != len(ax):
         raise ShapeError(f"{op}: {len(s)} sizes for {len(ax)} axes")
-    return ax, s
+    n = None
+    if op == "irfftn":
+        sizes = list(s) if s is not None else [shape[a] for a in ax[:-1]] + [
+            2 * (shape[ax[-1]] - 1)]
+        n = sizes[-1]
+        s = (*sizes[:-1], n // 2 + 1)
+    if s is None:
+        return _Layout(ax, None, None, n)
+    for size in s:
+        if size < 1:
+            raise ShapeError(f"{op}: transform size {size} must be at least 1")
+    bounds = [(0, 1, m) for m in shape]
+    widths = [(0, 0)] * ndim
+    for a, size in zip(ax, s):
+        bounds[a] = (0, 1, min(size, shape[a]))
+        widths[a] = (0, max(0, size - shape[a]))
+    return _Layout(ax, bounds if any(b[2] != m for b, m in zip(bounds, shape)) else None,
+                   widths if any(w != (0, 0) for w in widths) else None, n)
+
+
+def _resized(x: Tensor, layout: _Layout) -> Tensor:
+    """x cropped or zero-padded to the transform's sizes (numpy's n and s)."""
+    if layout.bounds is not None:
+        x = F.slice(x, layout.bounds)
+    if layout.widths is not None:
+        x = F.pad(x, layout.widths)
+    return x
+
+
+def _one_axis(op: str, shape: tuple, n, axis) -> _Layout:
+    """The layout of a 1-d transform, cached per (op, shape, n, axis and their types)."""
+    try:
+        return _cached_one_axis(op, shape, n, axis)
+    except TypeError:  # unhashable n or axis: checked without the cache
+        return _checked_layout(op, shape, None if n is None else (n,), (axis,))
+
+
+@functools.lru_cache(maxsize=_CACHED, typed=True)
+def _cached_one_axis(op, shape, n, axis) -> _Layout:
+    return _checked_layout(op, shape, None if n is None else (n,), (axis,))
+
+
+def _transform(spec, x: Tensor, layout: _Layout, norm) -> Tensor:
+    x = _resized(x, layout)
+    if layout.n is None:
+        return call(spec, x, axes=layout.axes, norm=norm)
+    return call(spec, x, axes=layout.axes, n=layout.n, norm=norm)
 
 
 def fftn(x, s=None, axes=None, norm=None) -> Tensor:
     """N-d discrete Fourier transform over axes (all by default)."""
-    x = _complex_input("fftn", _as_tensor(x))
-    ax, s = _axes("fftn", x, s, axes)
-    return call(_FFTN, _resize("fftn", x, ax, s), axes=ax, norm=norm)
+    x = _input("fftn", x)
+    return _transform(_FFTN, x, _layout("fftn", x.shape, s, axes), norm)
 
 
 def ifftn(x, s=None, axes=None, norm=None) -> Tensor:
     """N-d inverse discrete Fourier transform over axes."""
-    x = _complex_input("ifftn", _as_tensor(x))
-    ax, s = _axes("ifftn", x, s, axes)
-    return call(_IFFTN, _resize("ifftn", x, ax, s), axes=ax, norm=norm)
+    x = _input("ifftn", x)
+    return _transform(_IFFTN, x, _layout("ifftn", x.shape, s, axes), norm)
 
 
 def rfftn(x, s=None, axes=None, norm=None) -> Tensor:
     """N-d transform of real input; the last axis keeps n//2 + 1 points."""
-    x = _real_input("rfftn", _as_tensor(x))
-    ax, s = _axes("rfftn", x, s, axes)
-    return call(_RFFTN, _resize("rfftn", x, ax, s), axes=ax, norm=norm)
+    x = _input("rfftn", x)
+    return _transform(_RFFTN, x, _layout("rfftn", x.shape, s, axes), norm)
 
 
 def irfftn(x, s=None, axes=None, norm=None) -> Tensor:
     """Inverse of rfftn: real output; s gives the output sizes (last: 2*(m-1) by default)."""
-    x = _complex_input("irfftn", _as_tensor(x))
-    ax, s = _axes("irfftn", x, s, axes)
-    sizes = list(s) if s is not None else [x.shape[a] for a in ax[:-1]] + [
-        2 * (x.shape[ax[-1]] - 1)]
-    n = sizes[-1]
-    inner = [*sizes[:-1], n // 2 + 1]
-    return call(_IRFFTN, _resize("irfftn", x, ax, inner), axes=ax, n=n, norm=norm)
+    x = _input("irfftn", x)
+    return _transform(_IRFFTN, x, _layout("irfftn", x.shape, s, axes), norm)
 
 
 def fft(x, n=None, axis=-1, norm=None) -> Tensor:
     """1-d discrete Fourier transform along axis."""
-    return fftn(x, None if n is None else (n,), (axis,), norm)
+    x = _input("fftn", x)
+    return _transform(_FFTN, x, _one_axis("fftn", x.shape, n, axis), norm)
 
 
 def ifft(x, n=None, axis=-1, norm=None) -> Tensor:
     """1-d inverse discrete Fourier transform along axis."""
-    return ifftn(x, None if n is None else (n,), (axis,), norm)
+    x = _input("ifftn", x)
+    return _transform(_IFFTN, x, _one_axis("ifftn", x.shape, n, axis), norm)
 
 
 def rfft(x, n=None, axis=-1, norm=None) -> Tensor:
     """1-d transform of real input (n//2 + 1 points)."""
-    return rfftn(x, None if n is None else (n,), (axis,), norm)
+    x = _input("rfftn", x)
+    return _transform(_RFFTN, x, _one_axis("rfftn", x.shape, n, axis), norm)
 
 
 def irfft(x, n=None, axis=-1, norm=None) -> Tensor:
     """Inverse of rfft: n real points (2*(m-1) by default)."""
-    return irfftn(x, None if n is None else (n,), (axis,), norm)
+    x = _input("irfftn", x)
+    return _transform(_IRFFTN, x, _one_axis("irfftn", x.shape, n, axis), norm)
 
 
 def fft2(x, s=None, axes=(-2, -1), norm=None) -> Tensor:

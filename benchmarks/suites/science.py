@@ -10,7 +10,9 @@ that does not import is skipped with the reason.
 - `dispatch_floor[multiply|fft]`: one op on an 8 x 8 array, the fixed cost of a call on
   a backend; the report prices each workload's ops (from its placement) with it and
   calls a workload dispatch-bound when they cost over half its time.
-- `fft`, `fft2`: complex transforms, 5 N log2 N FLOPs each (items are transforms).
+- `fft`, `fft2`: complex transforms, 5 N log2 N FLOPs each (items are transforms): one
+  1024-point, 1024 and 4096 batched 1024-point, 2-D 1024^2; beside the peers,
+  `[pyfftw_plan]` is one planned FFTW object called per transform (FFTW's own floor).
 - `kdv_kt`: `steps` ETDRK4 steps of the Kassam-Trefethen problem (N=256) from u(0) (items
   are steps; `full_steps` those of the whole solve, which the report extrapolates to),
   checked against the exact 2-soliton in the max norm (1e-6 in float64); `kdv_large`
@@ -90,6 +92,31 @@ def fft_peer(kind: str, shape: tuple[int, ...], name: str) -> Workload:
         base.reference,
         tolerance_scale=base.tolerance_scale,
     )
+
+
+def fft_plan_peer(kind: str, shape: tuple[int, ...]) -> Workload:
+    """ops.fft's transform by one FFTW plan made beforehand per dtype (pyfftw.FFTW,
+    FFTW_MEASURE, 1 thread) and called on the input: FFTW's own cost per call, without the
+    lookups of pyfftw.interfaces (`fft[pyfftw]`). Its result is the plan's output array."""
+    base = ops.fft(kind, shape)
+    axes = (-1,) if kind == "fft" else (-2, -1)
+
+    @functools.cache
+    def plan(dtype: np.dtype):
+        try:
+            import pyfftw
+        except ImportError as exc:
+            raise peers.PeerUnavailable(f"peer pyfftw is not importable ({exc})") from None
+        return pyfftw.FFTW(np.zeros(shape, dtype), np.zeros(shape, dtype), axes=axes,
+                           flags=("FFTW_MEASURE",), threads=1)
+
+    def run(x: hal.Tensor) -> hal.Tensor:
+        on_host(x.device)
+        return hal.asarray(plan(x.dtype)(x.numpy()))
+
+    params = {**base.params, "peer": f"{peers.version_label('pyfftw')} (one FFTW plan)"}
+    return Workload(f"{kind}[pyfftw_plan]", params, base.dtypes, base.build, run,
+                    base.reference, tolerance_scale=base.tolerance_scale)
 
 
 # -- the floor ------------------------------------------------------------------------
@@ -367,7 +394,7 @@ def mpi_workload(case: str, ranks: int) -> Workload:
     return only_on(workload, ON_CPU, "the MPI ranks compute on the host")
 
 
-FFT_CASES = (("fft", (1024,)), ("fft", (4096, 1024)), ("fft2", (1024, 1024)))
+FFT_CASES = (("fft", (1024,)), ("fft", (1024, 1024)), ("fft", (4096, 1024)), ("fft2", (1024, 1024)))
 
 
 def workloads() -> list[Workload]:
@@ -380,6 +407,7 @@ def workloads() -> list[Workload]:
     out += [multigrid_workload(n) for n in (256, 512, 1024)]
     out += memory_workloads()
     out += [mpi_workload(case, ranks) for case in MPI_CASES for ranks in MPI_RANKS]
+    out += [fft_plan_peer(kind, shape) for kind, shape in FFT_CASES]
     for name in peers.NAMES:
         out += [fft_peer(kind, shape, name) for kind, shape in FFT_CASES]
         out += kdv_workloads(name=name)

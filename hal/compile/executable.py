@@ -9,7 +9,7 @@ costs a function call per node and nothing else: no operand checks, promotion, s
 rules or result wrapping. The first call runs node by node and checks every result's
 shape and dtype; later calls run the generated function.
 
-Buffers: a compiled group that writes into a given output (`takes_out`) gets a buffer
+Buffers: a compiled group or kernel that writes into a given output (`takes_out`) gets a buffer
 preallocated once and shared by liveness with other groups whose values are dead by
 then (the result of a movement op, a cast or a complex part may be a view of its
 operand, so it keeps the operand's buffer alive); values the graph returns are written
@@ -83,6 +83,8 @@ class Executable:
         bound = functools.partial(kernel, **params) if params else kernel
         self.how.append("kernel")
         if spec.domain is None:
+            if getattr(kernel, "takes_out", False):
+                bound.takes_out = True  # a kernel that writes into `out=` gets a buffer
             return bound
 
         def checked(*natives):

@@ -43,7 +43,10 @@ class KernelTable:
         takes no device argument (a numpy ufunc, say), which saves a call on the hot path.
         A kernel that declares keyword parameters `out_shape` and `out_dtype` receives the
         result's shape and dtype as the op's rule computed them (to allocate its output
-        with `device.empty`). Whatever a kernel returns must have that shape and dtype:
+        with `device.empty`). A kernel with the attribute `takes_out = True` also accepts
+        `out=`, a native array of the result's shape and dtype to write and return: hal.jit's
+        executables pass their preallocated buffers, eager calls none. Whatever a kernel
+        returns must have that shape and dtype:
         dispatch checks it, and wraps a kernel's own exception in a KernelError.
         """
         op_spec = spec(op)  # the op set is declared once: names are checked against it

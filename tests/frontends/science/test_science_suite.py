@@ -111,3 +111,12 @@ def test_the_mpi_cases_are_run_from_outside_and_checked(monkeypatch):
         for job in science._jobs.values():
             job.close()
         science._jobs.clear()
+
+
+def test_planned_fftw_peer_passes_its_check():
+    pytest.importorskip("pyfftw")
+    for kind, shape in (("fft", (3, 16)), ("fft2", (16, 8))):
+        workload = science.fft_plan_peer(kind, shape)
+        record = _measure(workload, "complex64")
+        assert record.status == "ok" and record.check.passed, record.error
+        assert workload.params["peer"].startswith("pyfftw ")
