@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import inspect
 import warnings
 from collections import Counter
@@ -115,8 +116,7 @@ class Eager(Interpreter):
         except HalError:
             raise
         except Exception as e:
-            raise KernelError(f"{_where(spec, device, args)}: the kernel raised "
-                              f"{type(e).__name__}: {e}") from e
+            raise _kernel_raised(spec, device, args, e) from e
         if (shape != out[0] and tuple(shape) != out[0]) or dtype != out[1]:
             raise KernelError(
                 f"{_where(spec, device, args)}: the kernel returned {getattr(dtype, 'name', dtype)}"
@@ -240,10 +240,121 @@ def record(op: str, device: str, dtype: str, how: str, moved: int = 0) -> None:
 _SCALARS = (bool, int, float, complex, np.generic)
 
 
+# (op, then device, dtype, shape of each operand) -> (kernel, result shape, result dtype):
+# calls of one or two Tensor operands and no parameters that ran the device's kernel
+# eagerly once, checked, so that the same call again skips operand checks, the meta
+# rule and the result check. Keys hold everything these depend on; the rest of what
+# could change their outcome is looked at on every call (an interpreter watching, a
+# placement recording). Ops with a domain check read values, so they are never bound.
+_bound: dict[tuple, tuple] = {}
+_BOUND_MAX = 4096
+
+
 def call(spec: ops.OpSpec, *args, **params) -> Tensor:
     """Run an op on its operands' device (Tensors, Python scalars, or None for absent options)."""
+    if not params and len(_stack.get()) == 1:  # the hot path: eager, bound before
+        n = len(args)
+        if n == 2:
+            a, b = args
+            if type(a) is Tensor and type(b) is Tensor:
+                hit = _bound.get((spec.name, a.device, a.dtype, a.shape,
+                                  b.device, b.dtype, b.shape))
+                if hit is not None:
+                    return _run_bound(hit, spec, a.device, args, a.native, b.native)
+        elif n == 1:
+            a = args[0]
+            if type(a) is Tensor:
+                hit = _bound.get((spec.name, a.device, a.dtype, a.shape))
+                if hit is not None:
+                    return _run_bound(hit, spec, a.device, args, a.native)
+    return _call(spec, args, params)
+
+
+def unary(spec: ops.OpSpec) -> Callable[[object], Tensor]:
+    """`call(spec, x)` as a function, with the hot path written out (one Python frame per
+    call: what operators and `hal.exp`-style functions are)."""
+    name = spec.name
+
+    def fn(x, /):
+        if type(x) is Tensor and len(_stack.get()) == 1:
+            hit = _bound.get((name, x.device, x.dtype, x.shape))
+            if hit is not None:
+                return _run_bound(hit, spec, x.device, (x,), x.native)
+        return _call(spec, (x,), {})
+
+    return fn
+
+
+def binary(spec: ops.OpSpec) -> Callable[[object, object], Tensor]:
+    """`call(spec, x1, x2)` as a function, with the hot path written out (see `unary`)."""
+    name = spec.name
+
+    def fn(x1, x2, /):
+        if type(x1) is Tensor and type(x2) is Tensor and len(_stack.get()) == 1:
+            device = x1.device
+            hit = _bound.get((name, device, x1.dtype, x1.shape, x2.device, x2.dtype, x2.shape))
+            if hit is not None:  # _run_bound, inlined: a frame is a fifth of the call
+                kernel, shape, dtype, key_dtype = hit
+                if _recorders:
+                    record(name, device.name, key_dtype, "kernel")
+                try:
+                    native = kernel(x1.native, x2.native)
+                except HalError:
+                    raise
+                except Exception as e:
+                    raise _kernel_raised(spec, device, (x1, x2), e) from e
+                t = _new(Tensor)
+                t.native, t.device, t.shape, t.dtype = native, device, shape, dtype
+                return t
+        return _call(spec, (x1, x2), {})
+
+    return fn
+
+
+def _run_bound(hit: tuple, spec: ops.OpSpec, device, args: tuple, *natives) -> Tensor:
+    """A bound call: the kernel on the natives, wrapped as the first call's result was."""
+    kernel, shape, dtype, key_dtype = hit
+    if _recorders:
+        record(spec.name, device.name, key_dtype, "kernel")
+    try:
+        native = kernel(*natives)
+    except HalError:
+        raise
+    except Exception as e:
+        raise _kernel_raised(spec, device, args, e) from e
+    t = _new(Tensor)
+    t.native, t.device, t.shape, t.dtype = native, device, shape, dtype
+    return t
+
+
+def _kernel_raised(spec: ops.OpSpec, device, args: tuple, e: Exception) -> KernelError:
+    return KernelError(f"{_where(spec, device, args)}: the kernel raised "
+                       f"{type(e).__name__}: {e}")
+
+
+_new = object.__new__
+
+
+def _bind(spec: ops.OpSpec, device, args: tuple, out: tuple) -> None:
+    """Remember a call that just ran the device's kernel eagerly (see `_bound`)."""
+    if spec.domain is not None or not 1 <= len(args) <= 2:
+        return
+    kernel = device.kernels.get((spec.name, args[spec.key].dtype))
+    if kernel is None:
+        return
+    if getattr(kernel, "takes_meta", False):
+        kernel = functools.partial(kernel, out_shape=out[0], out_dtype=out[1])
+    key = (spec.name, *[x for a in args for x in (a.device, a.dtype, a.shape)])
+    if len(_bound) >= _BOUND_MAX:
+        _bound.clear()
+    _bound[key] = (kernel, out[0], out[1], args[spec.key].dtype.name)
+
+
+def _call(spec: ops.OpSpec, args: tuple, params: dict) -> Tensor:
+    """`call` without a bound entry: check, promote, apply the meta rule, interpret."""
     device = None
     scalars = False
+    given = args
     for a in args:
         if isinstance(a, Tensor):
             if device is None:
@@ -281,7 +392,12 @@ def call(spec: ops.OpSpec, *args, **params) -> Tensor:
         raise HalError(f"{spec.name}: bad arguments ({why}); {_signature(spec)}") from None
     if len(out[0]) > shapes.MAX_RANK:
         shapes.check_rank(spec.name, out[0])
-    return _stack.get()[-1].process(spec, device, args, params, out)[0]
+    stack = _stack.get()
+    value, how = stack[-1].process(spec, device, args, params, out)
+    if how == "kernel" and len(stack) == 1 and not params and not scalars \
+            and all(type(a) is Tensor for a in args) and args is given:
+        _bind(spec, device, args, out)
+    return value
 
 
 def _check_operands(spec: ops.OpSpec, args: tuple) -> None:

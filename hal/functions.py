@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from . import ops
+from . import dispatch, ops
 from .dispatch import call, decomposition
 from .ops import arguments, shapes
 from .runtime import dtypes as dt
@@ -36,22 +36,14 @@ def _sequence(op: str, arrays) -> list:
 
 
 def _unary(name: str, doc: str):
-    spec = ops.spec(name)
-
-    def fn(x, /) -> Tensor:
-        return call(spec, x)
-
+    fn = dispatch.unary(ops.spec(name))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn
 
 
 def _binary(name: str, doc: str):
-    spec = ops.spec(name)
-
-    def fn(x1, x2, /) -> Tensor:
-        return call(spec, x1, x2)
-
+    fn = dispatch.binary(ops.spec(name))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn
