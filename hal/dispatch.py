@@ -45,7 +45,7 @@ from .tensor import Tensor
 
 _decompositions: dict[str, Callable] = {}
 _accepts: dict[str, frozenset] = {s.name: frozenset(s.dtypes) for s in ops.specs()}
-_recorders: list[Placement] = []
+recorders: list[Placement] = []  # the open placement() blocks (changed in place, never rebound)
 _warned: set[tuple] = set()
 fallback_counts: Counter = Counter()  # (op, device, dtype) -> CPU fallbacks since start
 
@@ -101,7 +101,7 @@ class Eager(Interpreter):
             return _without_kernel(spec, device, key_dtype, args, params)
         if out[1] is not key_dtype and out[1] != key_dtype:  # a result the device cannot hold
             device.check_dtype(out[1], spec.name)
-        if _recorders:
+        if recorders:
             record(spec.name, device.name, key_dtype.name, "kernel")
         if getattr(kernel, "takes_meta", False):
             params = {**params, "out_shape": out[0], "out_dtype": out[1]}
@@ -144,10 +144,9 @@ _stack: contextvars.ContextVar[tuple[Interpreter, ...]] = contextvars.ContextVar
     "hal_interpreters", default=(EAGER,))
 
 
-def interpreters() -> tuple[Interpreter, ...]:
-    """The dispatch stack of this thread (or task), outermost first: (EAGER,) when nothing
-    observes or traces the ops."""
-    return _stack.get()
+# interpreters(): the dispatch stack of this thread (or task), outermost first: (EAGER,)
+# when nothing observes or traces the ops (the ContextVar's own get: no frame per call)
+interpreters: Callable[[], tuple[Interpreter, ...]] = _stack.get
 
 
 @contextlib.contextmanager
@@ -200,11 +199,11 @@ class Placement:
 def placement() -> Iterator[Placement]:
     """Record where every op runs inside the block."""
     record = Placement()
-    _recorders.append(record)
+    recorders.append(record)
     try:
         yield record
     finally:
-        _recorders.remove(record)
+        recorders.remove(record)
 
 
 @contextlib.contextmanager
@@ -222,14 +221,14 @@ def fallback_policy(policy: str) -> Iterator[None]:
 def recording() -> bool:
     """True inside a `placement()` block: then whatever runs ops without `call` (a compiled
     graph's executable) reports each one with `record`."""
-    return bool(_recorders)
+    return bool(recorders)
 
 
 def record(op: str, device: str, dtype: str, how: str, moved: int = 0) -> None:
     """Tell every open `placement()` that `op` ran on the device named `device` for the
     dtype named `dtype`, and how ("kernel", "compiled", a session's name, ...); a
     "fallback" also counts the bytes `moved` to and from the host."""
-    for r in _recorders:
+    for r in recorders:
         r.records.append((op, device, dtype, how))
         if how == "fallback":
             r.fallbacks += 1
@@ -240,12 +239,13 @@ def record(op: str, device: str, dtype: str, how: str, moved: int = 0) -> None:
 _SCALARS = (bool, int, float, complex, np.generic)
 
 
-# (op, then device, dtype, shape of each operand) -> (kernel, result shape, result dtype):
-# calls of one or two Tensor operands and no parameters that ran the device's kernel
-# eagerly once, checked, so that the same call again skips operand checks, the meta
-# rule and the result check. Keys hold everything these depend on; the rest of what
-# could change their outcome is looked at on every call (an interpreter watching, a
-# placement recording). Ops with a domain check read values, so they are never bound.
+# (op, then device, dtype, shape of each operand) -> (kernel, result shape, result dtype,
+# name of the key dtype): calls of one or two Tensor operands and no parameters that ran
+# the device's kernel eagerly once, checked, so that the same call again skips operand
+# checks, promotion, the meta rule and the result check. Keys hold everything these
+# depend on (a device's kernel table is read once per key); the rest of what could change
+# their outcome is looked at on every call (an interpreter watching, a placement
+# recording). Ops with a domain check read values, so they are never bound.
 _bound: dict[tuple, tuple] = {}
 _BOUND_MAX = 4096
 
@@ -281,7 +281,7 @@ def unary(spec: ops.OpSpec) -> Callable[[object], Tensor]:
             hit = _bound.get((name, device, x.dtype, x.shape))
             if hit is not None:  # _run_bound, inlined: a frame is a fifth of the call
                 kernel, shape, dtype, key_dtype = hit
-                if _recorders:
+                if recorders:
                     record(name, device.name, key_dtype, "kernel")
                 try:
                     native = kernel(x.native)
@@ -290,7 +290,10 @@ def unary(spec: ops.OpSpec) -> Callable[[object], Tensor]:
                 except Exception as e:
                     raise _kernel_raised(spec, device, (x,), e) from e
                 t = _new(Tensor)
-                t.native, t.device, t.shape, t.dtype = native, device, shape, dtype
+                t.native = native
+                t.device = device
+                t.shape = shape
+                t.dtype = dtype
                 return t
         return _call(spec, (x,), {})
 
@@ -307,7 +310,7 @@ def binary(spec: ops.OpSpec) -> Callable[[object, object], Tensor]:
             hit = _bound.get((name, device, x1.dtype, x1.shape, x2.device, x2.dtype, x2.shape))
             if hit is not None:  # as in unary
                 kernel, shape, dtype, key_dtype = hit
-                if _recorders:
+                if recorders:
                     record(name, device.name, key_dtype, "kernel")
                 try:
                     native = kernel(x1.native, x2.native)
@@ -316,7 +319,10 @@ def binary(spec: ops.OpSpec) -> Callable[[object, object], Tensor]:
                 except Exception as e:
                     raise _kernel_raised(spec, device, (x1, x2), e) from e
                 t = _new(Tensor)
-                t.native, t.device, t.shape, t.dtype = native, device, shape, dtype
+                t.native = native
+                t.device = device
+                t.shape = shape
+                t.dtype = dtype
                 return t
         return _call(spec, (x1, x2), {})
 
@@ -326,7 +332,7 @@ def binary(spec: ops.OpSpec) -> Callable[[object, object], Tensor]:
 def _run_bound(hit: tuple, spec: ops.OpSpec, device, args: tuple, *natives) -> Tensor:
     """A bound call: the kernel on the natives, wrapped as the first call's result was."""
     kernel, shape, dtype, key_dtype = hit
-    if _recorders:
+    if recorders:
         record(spec.name, device.name, key_dtype, "kernel")
     try:
         native = kernel(*natives)
@@ -349,7 +355,7 @@ _new = object.__new__
 
 def _bind(spec: ops.OpSpec, device, args: tuple, out: tuple) -> None:
     """Remember a call that just ran the device's kernel eagerly (see `_bound`)."""
-    if spec.domain is not None or not 1 <= len(args) <= 2:
+    if spec.domain is not None:
         return
     kernel = device.kernels.get((spec.name, args[spec.key].dtype))
     if kernel is None:
@@ -406,8 +412,8 @@ def _call(spec: ops.OpSpec, args: tuple, params: dict) -> Tensor:
         shapes.check_rank(spec.name, out[0])
     stack = _stack.get()
     value, how = stack[-1].process(spec, device, args, params, out)
-    if how == "kernel" and len(stack) == 1 and not params and not scalars \
-            and all(type(a) is Tensor for a in args) and args is given:
+    if how == "kernel" and len(args) <= 2 and len(stack) == 1 and not params and not scalars \
+            and args is given and all(type(a) is Tensor for a in args):
         _bind(spec, device, args, out)
     return value
 
@@ -522,7 +528,7 @@ def _without_kernel(spec: ops.OpSpec, device, dtype, args: tuple, params: dict):
     if decompose is not None:
         for interpreter in _stack.get():
             interpreter.enter(spec, args, params)
-        if _recorders:
+        if recorders:
             record(spec.name, device.name, dtype.name, "decomposed")
         return decompose(*args, **params), "decomposed"
     policy = settings.fallback

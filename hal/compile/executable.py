@@ -309,7 +309,7 @@ class Executable:
 
 
 _FILENAME = "<hal graph>"
-_recorders = dispatch._recorders  # the open placement() blocks (a list changed in place)
+_recorders = dispatch.recorders  # the open placement() blocks (a list changed in place)
 
 
 def _failed_step(e: Exception) -> int | None:

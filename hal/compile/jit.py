@@ -88,7 +88,14 @@ class Jitted:
         try:  # the hot path: Tensor arguments only
             if kwargs or self.static_argnums:
                 raise AttributeError
-            key = _plain_key(args)
+            if len(args) == 1:  # _plain_key, written out for one and two arguments
+                a = args[0]
+                key = (a.shape, a.dtype, a.device)
+            elif len(args) == 2:
+                a, b = args
+                key = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device)
+            else:
+                key = _plain_key(args)
         except AttributeError:
             key, tensors = self._key(args, kwargs)
         entry = self._cache.get(key)
@@ -194,21 +201,13 @@ class _Entry:
 
 
 # -- argument and result structure --------------------------------------------------------------
-_interpreters = dispatch._stack.get  # dispatch.interpreters, without a frame of its own
-
-
-_recorders = dispatch._recorders  # the open placement() blocks (a list changed in place)
+_interpreters = dispatch.interpreters
+_recorders = dispatch.recorders  # the open placement() blocks (a list changed in place)
 
 
 def _plain_key(args: tuple) -> tuple:
     """The cache key of Tensor arguments: shape, dtype and device of each, in one flat
-    tuple (written out for one and two arguments, the common calls)."""
-    if len(args) == 1:
-        a = args[0]
-        return (a.shape, a.dtype, a.device)
-    if len(args) == 2:
-        a, b = args
-        return (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device)
+    tuple (`Jitted.__call__` writes it out for one and two arguments)."""
     return tuple([x for a in args for x in (a.shape, a.dtype, a.device)])
 
 
