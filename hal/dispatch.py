@@ -324,9 +324,21 @@ def binary(spec: ops.OpSpec) -> Callable[[object, object], Tensor]:
                 t.shape = shape
                 t.dtype = dtype
                 return t
+        if len(_stack.get()) == 1:  # a tensor and a number: the number is in the key
+            if type(x1) is Tensor and type(x2) in _NUMBERS:
+                hit = _bound.get((name, x1.device, x1.dtype, x1.shape, type(x2), x2, 1))
+                if hit is not None:
+                    return _run_bound(hit, spec, x1.device, (x1, x2), x1.native)
+            elif type(x2) is Tensor and type(x1) in _NUMBERS:
+                hit = _bound.get((name, x2.device, x2.dtype, x2.shape, type(x1), x1, 0))
+                if hit is not None:
+                    return _run_bound(hit, spec, x2.device, (x1, x2), x2.native)
         return _call(spec, (x1, x2), {})
 
     return fn
+
+
+_NUMBERS = frozenset((int, float))  # exact types: a bool or numpy scalar is not bound
 
 
 def _run_bound(hit: tuple, spec: ops.OpSpec, device, args: tuple, *natives) -> Tensor:
@@ -353,8 +365,9 @@ def _kernel_raised(spec: ops.OpSpec, device, args: tuple, e: Exception) -> Kerne
 _new = object.__new__
 
 
-def _bind(spec: ops.OpSpec, device, args: tuple, out: tuple) -> None:
-    """Remember a call that just ran the device's kernel eagerly (see `_bound`)."""
+def _bind(spec: ops.OpSpec, device, given: tuple, args: tuple, out: tuple) -> None:
+    """Remember a call that just ran the device's kernel eagerly (see `_bound`): Tensor
+    operands as given, or a Tensor and an int or float (made the constant `args` holds)."""
     if spec.domain is not None:
         return
     kernel = device.kernels.get((spec.name, args[spec.key].dtype))
@@ -362,10 +375,30 @@ def _bind(spec: ops.OpSpec, device, args: tuple, out: tuple) -> None:
         return
     if getattr(kernel, "takes_meta", False):
         kernel = functools.partial(kernel, out_shape=out[0], out_dtype=out[1])
-    key = (spec.name, *[x for a in args for x in (a.device, a.dtype, a.shape)])
+    if args is given:
+        if not all(type(a) is Tensor for a in args):
+            return
+        key = (spec.name, *[x for a in args for x in (a.device, a.dtype, a.shape)])
+    else:  # one operand a number: bound with its constant, unless promotion cast the tensor
+        if len(given) != 2:
+            return
+        i = 0 if type(given[0]) is Tensor else 1
+        tensor, number = given[i], given[1 - i]
+        if type(tensor) is not Tensor or type(number) not in _NUMBERS or args[i] is not tensor \
+                or number != number or (type(number) is float and number == 0.0):
+            return  # NaN is never equal to itself, and 0.0 == -0.0: keys could not tell
+        kernel = _with_constant(kernel, args[1 - i].native, i)
+        key = (spec.name, device, tensor.dtype, tensor.shape, type(number), number, 1 - i)
     if len(_bound) >= _BOUND_MAX:
         _bound.clear()
     _bound[key] = (kernel, out[0], out[1], args[spec.key].dtype.name)
+
+
+def _with_constant(kernel: Callable, constant, tensor_at: int) -> Callable:
+    """kernel as a function of the tensor operand alone, the constant in the other place."""
+    if tensor_at == 1:
+        return functools.partial(kernel, constant)
+    return lambda native: kernel(native, constant)
 
 
 def _call(spec: ops.OpSpec, args: tuple, params: dict) -> Tensor:
@@ -412,9 +445,9 @@ def _call(spec: ops.OpSpec, args: tuple, params: dict) -> Tensor:
         shapes.check_rank(spec.name, out[0])
     stack = _stack.get()
     value, how = stack[-1].process(spec, device, args, params, out)
-    if how == "kernel" and len(args) <= 2 and len(stack) == 1 and not params and not scalars \
-            and args is given and all(type(a) is Tensor for a in args):
-        _bind(spec, device, args, out)
+    if how == "kernel" and len(args) <= 2 and len(stack) == 1 and not params \
+            and (args is given) is not scalars:
+        _bind(spec, device, given, args, out)
     return value
 
 
@@ -512,7 +545,8 @@ def _signature(spec: ops.OpSpec) -> str:
 
 def _where(spec: ops.OpSpec, device, args: tuple) -> str:
     """'op on device for dtypes shapes': how errors name a call."""
-    operands = ", ".join("None" if a is None else f"{a.dtype.name}{tuple(a.shape)}" for a in args)
+    operands = ", ".join("None" if a is None else f"{a.dtype.name}{tuple(a.shape)}"
+                         if isinstance(a, Tensor) else repr(a) for a in args)
     return f"{spec.name} on {device.name} ({device.backend.name} backend) for {operands}"
 
 

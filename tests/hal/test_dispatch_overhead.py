@@ -49,6 +49,16 @@ def test_hal_operator_add(benchmark, operands):
     np.testing.assert_array_equal(out.numpy(), a + b)
 
 
+def test_hal_jit_add(benchmark, operands):
+    a, b = operands
+    x, y = hal.asarray(a, device="cpu"), hal.asarray(b, device="cpu")
+    jitted = hal.jit(lambda p, q: p + q)
+    for _ in range(WARMUP + 1):
+        jitted(x, y)
+    out = benchmark(jitted, x, y)
+    np.testing.assert_array_equal(out.numpy(), a + b)
+
+
 # -- what a repeated call does (structure, not time) --------------------------------------------
 def _operands(cpu, n=5, dtype=np.float32):
     rng = np.random.default_rng(1)
@@ -172,3 +182,51 @@ def test_a_jitted_step_that_raises_later_names_its_node(cpu):
     steps[0] = broken  # this function's own executable: nothing to restore
     with pytest.raises(hal.KernelError, match=r"node %0 .* on cpu:0.*RuntimeError: device lost"):
         jitted(x, y)
+
+
+def test_a_tensor_and_a_number_are_bound_with_the_number(cpu, monkeypatch):
+    a, _, x, _ = _operands(cpu)
+    cases = [(lambda: x * 2.0, a * np.float32(2.0)), (lambda: 2.0 * x, a * np.float32(2.0)),
+             (lambda: x - 3, a - 3), (lambda: 1.5 - x, np.float32(1.5) - a),
+             (lambda: x + 0.5, a + np.float32(0.5)), (lambda: x * 3.0, a * np.float32(3.0))]
+    for op, _ in cases:
+        op()
+    slow = []
+    monkeypatch.setattr(dispatch, "_call", lambda *args: slow.append(args) or _call(*args))
+    for op, want in cases:
+        out = op()
+        np.testing.assert_array_equal(out.numpy(), want)
+        assert out.dtype == hal.float32 and out.shape == (5,)
+    assert slow == []
+    assert "hal.dispatch:_call" not in _python_frames(lambda: 2.0 * x)
+
+
+def test_numbers_a_key_cannot_tell_apart_are_not_bound(cpu, monkeypatch):
+    z = hal.asarray(np.array([-0.0, 0.0]), device=cpu)
+    ints = hal.asarray(np.array([1, 2], np.int8), device=cpu)
+    for _ in range(2):  # -0.0 == 0.0, NaN != NaN, True == 1, a promoted tensor: never bound
+        np.testing.assert_array_equal(np.signbit((z + -0.0).numpy()), [True, False])
+        np.testing.assert_array_equal(np.signbit((z * -0.0).numpy()), [False, True])
+        np.testing.assert_array_equal(np.signbit((z * 0.0).numpy()), [True, False])
+        assert np.isnan((z + float("nan")).numpy()).all()
+        np.testing.assert_array_equal((ints * 2.5).numpy(), [2.5, 5.0])
+        assert (ints * 2.5).dtype == hal.float64 and (ints + True).dtype == hal.int8
+        with pytest.raises(hal.HalError, match="300 does not fit int8"):
+            ints + 300
+    numbers = [k for k in dispatch._bound if len(k) == 7 and k[4] in (float, int, bool)]
+    assert not [k for k in numbers if k[4] is bool or k[5] != k[5]
+                or (k[4] is float and k[5] == 0) or (k[2] == hal.int8 and k[5] in (2.5, 300))]
+
+
+def test_a_bound_call_with_a_number_names_it_when_the_kernel_raises(cpu, monkeypatch):
+    *_, x, _ = _operands(cpu, n=3)
+    x * 7.0
+    key = ("multiply", cpu, x.dtype, x.shape, float, 7.0, 1)
+    _, shape, dtype, name = dispatch._bound[key]
+
+    def broken(native):
+        raise RuntimeError("device lost")
+
+    monkeypatch.setitem(dispatch._bound, key, (broken, shape, dtype, name))
+    with pytest.raises(hal.KernelError, match=r"multiply on cpu:0 .*float32\(3,\), 7.0"):
+        x * 7.0
