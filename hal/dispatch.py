@@ -252,22 +252,15 @@ _BOUND_MAX = 4096
 
 def call(spec: ops.OpSpec, *args, **params) -> Tensor:
     """Run an op on its operands' device (Tensors, Python scalars, or None for absent options)."""
-    if not params and len(_stack.get()) == 1:  # the hot path: eager, bound before
-        n = len(args)
-        if n == 2:
-            a, b = args
-            if type(a) is Tensor and type(b) is Tensor:
-                hit = _bound.get((spec.name, a.device, a.dtype, a.shape,
-                                  b.device, b.dtype, b.shape))
-                if hit is not None:
-                    return _run_bound(hit, spec, a.device, args, a.native, b.native)
-        elif n == 1:
-            a = args[0]
-            if type(a) is Tensor:
-                hit = _bound.get((spec.name, a.device, a.dtype, a.shape))
-                if hit is not None:
-                    return _run_bound(hit, spec, a.device, args, a.native)
+    if not params and 1 <= len(args) <= 2:  # the calls that may be bound: `unary`, `binary`
+        fn = _functions.get((spec.name, len(args)))
+        if fn is None:
+            fn = _functions[spec.name, len(args)] = (unary, binary)[len(args) - 1](spec)
+        return fn(*args)
     return _call(spec, args, params)
+
+
+_functions: dict[tuple[str, int], Callable] = {}  # (op, operands) -> unary(spec)/binary(spec)
 
 
 def unary(spec: ops.OpSpec) -> Callable[[object], Tensor]:
