@@ -180,7 +180,8 @@ class Executable:
 
     def failure(self, e: Exception) -> KernelError:
         """The KernelError for an exception a generated function raised (naming its node)."""
-        return self._error(e, _failed_step(e))
+        k = _failed_step(e)
+        return self._error(e, k if k is not None and k < len(self.graph.nodes) else None)
 
     def _call(self, inputs: tuple) -> list[Tensor]:
         """A call that checks its results, offers the graph for capture, replays a capture
