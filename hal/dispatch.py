@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import inspect
 import warnings
 from collections import Counter
@@ -44,7 +45,7 @@ from .tensor import Tensor
 
 _decompositions: dict[str, Callable] = {}
 _accepts: dict[str, frozenset] = {s.name: frozenset(s.dtypes) for s in ops.specs()}
-_recorders: list[Placement] = []
+recorders: list[Placement] = []  # the open placement() blocks (changed in place, never rebound)
 _warned: set[tuple] = set()
 fallback_counts: Counter = Counter()  # (op, device, dtype) -> CPU fallbacks since start
 
@@ -100,7 +101,7 @@ class Eager(Interpreter):
             return _without_kernel(spec, device, key_dtype, args, params)
         if out[1] is not key_dtype and out[1] != key_dtype:  # a result the device cannot hold
             device.check_dtype(out[1], spec.name)
-        if _recorders:
+        if recorders:
             record(spec.name, device.name, key_dtype.name, "kernel")
         if getattr(kernel, "takes_meta", False):
             params = {**params, "out_shape": out[0], "out_dtype": out[1]}
@@ -115,8 +116,7 @@ class Eager(Interpreter):
         except HalError:
             raise
         except Exception as e:
-            raise KernelError(f"{_where(spec, device, args)}: the kernel raised "
-                              f"{type(e).__name__}: {e}") from e
+            raise _kernel_raised(spec, device, args, e) from e
         if (shape != out[0] and tuple(shape) != out[0]) or dtype != out[1]:
             raise KernelError(
                 f"{_where(spec, device, args)}: the kernel returned {getattr(dtype, 'name', dtype)}"
@@ -144,10 +144,9 @@ _stack: contextvars.ContextVar[tuple[Interpreter, ...]] = contextvars.ContextVar
     "hal_interpreters", default=(EAGER,))
 
 
-def interpreters() -> tuple[Interpreter, ...]:
-    """The dispatch stack of this thread (or task), outermost first: (EAGER,) when nothing
-    observes or traces the ops."""
-    return _stack.get()
+# interpreters(): the dispatch stack of this thread (or task), outermost first: (EAGER,)
+# when nothing observes or traces the ops (the ContextVar's own get: no frame per call)
+interpreters: Callable[[], tuple[Interpreter, ...]] = _stack.get
 
 
 @contextlib.contextmanager
@@ -200,11 +199,11 @@ class Placement:
 def placement() -> Iterator[Placement]:
     """Record where every op runs inside the block."""
     record = Placement()
-    _recorders.append(record)
+    recorders.append(record)
     try:
         yield record
     finally:
-        _recorders.remove(record)
+        recorders.remove(record)
 
 
 @contextlib.contextmanager
@@ -222,14 +221,14 @@ def fallback_policy(policy: str) -> Iterator[None]:
 def recording() -> bool:
     """True inside a `placement()` block: then whatever runs ops without `call` (a compiled
     graph's executable) reports each one with `record`."""
-    return bool(_recorders)
+    return bool(recorders)
 
 
 def record(op: str, device: str, dtype: str, how: str, moved: int = 0) -> None:
     """Tell every open `placement()` that `op` ran on the device named `device` for the
     dtype named `dtype`, and how ("kernel", "compiled", a session's name, ...); a
     "fallback" also counts the bytes `moved` to and from the host."""
-    for r in _recorders:
+    for r in recorders:
         r.records.append((op, device, dtype, how))
         if how == "fallback":
             r.fallbacks += 1
@@ -240,10 +239,166 @@ def record(op: str, device: str, dtype: str, how: str, moved: int = 0) -> None:
 _SCALARS = (bool, int, float, complex, np.generic)
 
 
+# (op, then device, dtype, shape of each operand) -> (kernel, result shape, result dtype,
+# name of the key dtype): calls of one or two Tensor operands and no parameters that ran
+# the device's kernel eagerly once, checked, so that the same call again skips operand
+# checks, promotion, the meta rule and the result check. Keys hold everything these
+# depend on (a device's kernel table is read once per key); the rest of what could change
+# their outcome is looked at on every call (an interpreter watching, a placement
+# recording). Ops with a domain check read values, so they are never bound.
+_bound: dict[tuple, tuple] = {}
+_BOUND_MAX = 4096
+
+
 def call(spec: ops.OpSpec, *args, **params) -> Tensor:
     """Run an op on its operands' device (Tensors, Python scalars, or None for absent options)."""
+    if not params and 1 <= len(args) <= 2:  # the calls that may be bound: `unary`, `binary`
+        fn = _functions.get((spec.name, len(args)))
+        if fn is None:
+            fn = _functions[spec.name, len(args)] = (unary, binary)[len(args) - 1](spec)
+        return fn(*args)
+    return _call(spec, args, params)
+
+
+_functions: dict[tuple[str, int], Callable] = {}  # (op, operands) -> unary(spec)/binary(spec)
+
+
+def unary(spec: ops.OpSpec) -> Callable[[object], Tensor]:
+    """`call(spec, x)` as a function, with the hot path written out (one Python frame per
+    call: what operators and `hal.exp`-style functions are)."""
+    name = spec.name
+
+    def fn(x, /):
+        if type(x) is Tensor and len(_stack.get()) == 1:
+            device = x.device
+            hit = _bound.get((name, device, x.dtype, x.shape))
+            if hit is not None:  # _run_bound, inlined: a frame is a fifth of the call
+                kernel, shape, dtype, key_dtype = hit
+                if recorders:
+                    record(name, device.name, key_dtype, "kernel")
+                try:
+                    native = kernel(x.native)
+                except HalError:
+                    raise
+                except Exception as e:
+                    raise _kernel_raised(spec, device, (x,), e) from e
+                t = _new(Tensor)
+                t.native = native
+                t.device = device
+                t.shape = shape
+                t.dtype = dtype
+                return t
+        return _call(spec, (x,), {})
+
+    return fn
+
+
+def binary(spec: ops.OpSpec) -> Callable[[object, object], Tensor]:
+    """`call(spec, x1, x2)` as a function, with the hot path written out (see `unary`)."""
+    name = spec.name
+
+    def fn(x1, x2, /):
+        if type(x1) is Tensor and type(x2) is Tensor and len(_stack.get()) == 1:
+            device = x1.device
+            hit = _bound.get((name, device, x1.dtype, x1.shape, x2.device, x2.dtype, x2.shape))
+            if hit is not None:  # as in unary
+                kernel, shape, dtype, key_dtype = hit
+                if recorders:
+                    record(name, device.name, key_dtype, "kernel")
+                try:
+                    native = kernel(x1.native, x2.native)
+                except HalError:
+                    raise
+                except Exception as e:
+                    raise _kernel_raised(spec, device, (x1, x2), e) from e
+                t = _new(Tensor)
+                t.native = native
+                t.device = device
+                t.shape = shape
+                t.dtype = dtype
+                return t
+        if len(_stack.get()) == 1:  # a tensor and a number: the number is in the key
+            if type(x1) is Tensor and type(x2) in _NUMBERS:
+                hit = _bound.get((name, x1.device, x1.dtype, x1.shape, type(x2), x2, 1))
+                if hit is not None:
+                    return _run_bound(hit, spec, x1.device, (x1, x2), x1.native)
+            elif type(x2) is Tensor and type(x1) in _NUMBERS:
+                hit = _bound.get((name, x2.device, x2.dtype, x2.shape, type(x1), x1, 0))
+                if hit is not None:
+                    return _run_bound(hit, spec, x2.device, (x1, x2), x2.native)
+        return _call(spec, (x1, x2), {})
+
+    return fn
+
+
+_NUMBERS = frozenset((int, float))  # exact types: a bool or numpy scalar is not bound
+
+
+def _run_bound(hit: tuple, spec: ops.OpSpec, device, args: tuple, *natives) -> Tensor:
+    """A bound call: the kernel on the natives, wrapped as the first call's result was."""
+    kernel, shape, dtype, key_dtype = hit
+    if recorders:
+        record(spec.name, device.name, key_dtype, "kernel")
+    try:
+        native = kernel(*natives)
+    except HalError:
+        raise
+    except Exception as e:
+        raise _kernel_raised(spec, device, args, e) from e
+    t = _new(Tensor)
+    t.native, t.device, t.shape, t.dtype = native, device, shape, dtype
+    return t
+
+
+def _kernel_raised(spec: ops.OpSpec, device, args: tuple, e: Exception) -> KernelError:
+    return KernelError(f"{_where(spec, device, args)}: the kernel raised "
+                       f"{type(e).__name__}: {e}")
+
+
+_new = object.__new__
+
+
+def _bind(spec: ops.OpSpec, device, given: tuple, args: tuple, out: tuple) -> None:
+    """Remember a call that just ran the device's kernel eagerly (see `_bound`): Tensor
+    operands as given, or a Tensor and an int or float (made the constant `args` holds)."""
+    if spec.domain is not None:
+        return
+    kernel = device.kernels.get((spec.name, args[spec.key].dtype))
+    if kernel is None:
+        return
+    if getattr(kernel, "takes_meta", False):
+        kernel = functools.partial(kernel, out_shape=out[0], out_dtype=out[1])
+    if args is given:
+        if not all(type(a) is Tensor for a in args):
+            return
+        key = (spec.name, *[x for a in args for x in (a.device, a.dtype, a.shape)])
+    else:  # one operand a number: bound with its constant, unless promotion cast the tensor
+        if len(given) != 2:
+            return
+        i = 0 if type(given[0]) is Tensor else 1
+        tensor, number = given[i], given[1 - i]
+        if type(tensor) is not Tensor or type(number) not in _NUMBERS or args[i] is not tensor \
+                or number != number or (type(number) is float and number == 0.0):
+            return  # NaN is never equal to itself, and 0.0 == -0.0: keys could not tell
+        kernel = _with_constant(kernel, args[1 - i].native, i)
+        key = (spec.name, device, tensor.dtype, tensor.shape, type(number), number, 1 - i)
+    if len(_bound) >= _BOUND_MAX:
+        _bound.clear()
+    _bound[key] = (kernel, out[0], out[1], args[spec.key].dtype.name)
+
+
+def _with_constant(kernel: Callable, constant, tensor_at: int) -> Callable:
+    """kernel as a function of the tensor operand alone, the constant in the other place."""
+    if tensor_at == 1:
+        return functools.partial(kernel, constant)
+    return lambda native: kernel(native, constant)
+
+
+def _call(spec: ops.OpSpec, args: tuple, params: dict) -> Tensor:
+    """`call` without a bound entry: check, promote, apply the meta rule, interpret."""
     device = None
     scalars = False
+    given = args
     for a in args:
         if isinstance(a, Tensor):
             if device is None:
@@ -281,7 +436,12 @@ def call(spec: ops.OpSpec, *args, **params) -> Tensor:
         raise HalError(f"{spec.name}: bad arguments ({why}); {_signature(spec)}") from None
     if len(out[0]) > shapes.MAX_RANK:
         shapes.check_rank(spec.name, out[0])
-    return _stack.get()[-1].process(spec, device, args, params, out)[0]
+    stack = _stack.get()
+    value, how = stack[-1].process(spec, device, args, params, out)
+    if how == "kernel" and len(args) <= 2 and len(stack) == 1 and not params \
+            and (args is given) is not scalars:
+        _bind(spec, device, given, args, out)
+    return value
 
 
 def _check_operands(spec: ops.OpSpec, args: tuple) -> None:
@@ -378,7 +538,8 @@ def _signature(spec: ops.OpSpec) -> str:
 
 def _where(spec: ops.OpSpec, device, args: tuple) -> str:
     """'op on device for dtypes shapes': how errors name a call."""
-    operands = ", ".join("None" if a is None else f"{a.dtype.name}{tuple(a.shape)}" for a in args)
+    operands = ", ".join("None" if a is None else f"{a.dtype.name}{tuple(a.shape)}"
+                         if isinstance(a, Tensor) else repr(a) for a in args)
     return f"{spec.name} on {device.name} ({device.backend.name} backend) for {operands}"
 
 
@@ -394,7 +555,7 @@ def _without_kernel(spec: ops.OpSpec, device, dtype, args: tuple, params: dict):
     if decompose is not None:
         for interpreter in _stack.get():
             interpreter.enter(spec, args, params)
-        if _recorders:
+        if recorders:
             record(spec.name, device.name, dtype.name, "decomposed")
         return decompose(*args, **params), "decomposed"
     policy = settings.fallback

@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from . import ops
+from . import dispatch, ops
 from .dispatch import call, decomposition
 from .ops import arguments, shapes
 from .runtime import dtypes as dt
@@ -36,22 +36,14 @@ def _sequence(op: str, arrays) -> list:
 
 
 def _unary(name: str, doc: str):
-    spec = ops.spec(name)
-
-    def fn(x, /) -> Tensor:
-        return call(spec, x)
-
+    fn = dispatch.unary(ops.spec(name))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn
 
 
 def _binary(name: str, doc: str):
-    spec = ops.spec(name)
-
-    def fn(x1, x2, /) -> Tensor:
-        return call(spec, x1, x2)
-
+    fn = dispatch.binary(ops.spec(name))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn
@@ -121,7 +113,15 @@ def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Tensor:
 
 def divide(x1, x2, /) -> Tensor:
     """Elementwise true division x1 / x2; integer and bool operands divide as float64."""
-    return call(_DIVIDE, _as_float(x1), _as_float(x2))
+    if type(x1) is not Tensor or x1.dtype not in _INEXACT:  # written out: the common case
+        x1 = _as_float(x1)                                  # is two float tensors
+    if type(x2) is not Tensor or x2.dtype not in _INEXACT:
+        x2 = _as_float(x2)
+    return _divide(x1, x2)
+
+
+_divide = dispatch.binary(_DIVIDE)
+_INEXACT = frozenset(dt.FLOATS)
 
 
 def _as_float(x):

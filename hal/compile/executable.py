@@ -56,8 +56,11 @@ class Executable:
         self._buffers = _assign_buffers(graph, [getattr(s, "takes_out", False)
                                                 for s in self._steps], device)
         self._constants = [c.native for c in graph.constants]
-        self._code = self._generate()
+        self._code, self._tensors_code = self._generate()
         self._checked = False
+        # run_tensors (inputs -> output Tensors) once a call needs nothing more: checked,
+        # nothing to capture or replay; callers still look for open placement() blocks
+        self.ready = None
         self._all_nodes = all(r[0] == "node" for r in graph.outputs)
 
     # -- binding -----------------------------------------------------------------------
@@ -120,15 +123,21 @@ class Executable:
 
     # -- code generation ---------------------------------------------------------------
     def _generate(self):
-        """The graph as one Python function of the input natives returning output natives."""
+        """The graph as two Python functions with one line per node: `run` of the input
+        natives returning output natives, and `run_tensors` of the input Tensors returning
+        output Tensors (made here, from the graph's shapes and dtypes, which the first,
+        checked call confirmed)."""
         graph = self.graph
-        names = {("input", i): f"i{i}" for i in range(len(graph.inputs))}
+        inputs = [f"i{i}" for i in range(len(graph.inputs))]
+        names = {("input", i): name for i, name in enumerate(inputs)}
         names.update({("const", i): f"c[{i}]" for i in range(len(graph.constants))})
         last = _last_uses(graph)
-        lines = [f"def run({', '.join(names[('input', i)] for i in range(len(graph.inputs)))}):"]
         scope = {"s": self._steps, "c": self._constants, "b": self._buffers.fixed,
-                 "e": self._buffers.fresh}
+                 "e": self._buffers.fresh, "d": self.device, "T": Tensor,
+                 "new": object.__new__, "C": graph.constants,
+                 "m": [(n.shape, n.dtype) for n in graph.nodes]}
         outputs = set(graph.outputs)
+        body = []
         for k, node in enumerate(graph.nodes):
             args = [("None" if r is None else names[r]) for r in node.inputs]
             slot = self._buffers.slot[k]
@@ -137,16 +146,48 @@ class Executable:
             names[("node", k)] = f"v{k}"
             line = f"    v{k} = s[{k}]({', '.join(args)})"
             dead = [f"v{j}" for j in last.get(k, ()) if ("node", j) not in outputs]
-            lines.append(line + (f"; del {', '.join(dead)}" if dead else ""))
-        lines.append(f"    return ({''.join(names[r] + ', ' for r in graph.outputs)})")
-        code = compile("\n".join(lines), _FILENAME, "exec")
-        exec(code, scope)
-        self.source = "\n".join(lines)
-        return scope["run"]
+            body.append(line + (f"; del {', '.join(dead)}" if dead else ""))
+        natives = [f"def run({', '.join(inputs)}):", *body,
+                   f"    return ({''.join(names[r] + ', ' for r in graph.outputs)})"]
+        # run_tensors: the same body lines, a line lower (_failed_step reads them)
+        unwrap = "; ".join(f"{i} = t{i}.native" for i in inputs) or "pass"
+        wrapped, made = [], []
+        for j, r in enumerate(graph.outputs):
+            if r[0] == "node":
+                made.append(f"o{j} = new(T); o{j}.native = v{r[1]}; o{j}.device = d; "
+                            f"o{j}.shape, o{j}.dtype = m[{r[1]}]")
+                wrapped.append(f"o{j}")
+            else:
+                wrapped.append(f"t{names[r]}" if r[0] == "input" else f"C[{r[1]}]")
+        tensors = [f"def run_tensors({', '.join('t' + i for i in inputs)}):", f"    {unwrap}",
+                   *body, *(f"    {line}" for line in made),
+                   f"    return [{', '.join(wrapped)}]"]
+        for lines in (natives, tensors):
+            exec(compile("\n".join(lines), _FILENAME, "exec"), scope)
+        self.source = "\n".join(natives)
+        return scope["run"], scope["run_tensors"]
 
     # -- running -----------------------------------------------------------------------
     def __call__(self, *inputs: Tensor) -> list[Tensor]:
         """Output Tensors for input Tensors (of the graph's input shapes and dtypes)."""
+        ready = self.ready
+        if ready is not None and not _recorders:
+            try:
+                return ready(*inputs)
+            except HalError:
+                raise
+            except Exception as e:
+                raise self.failure(e) from e
+        return self._call(inputs)
+
+    def failure(self, e: Exception) -> KernelError:
+        """The KernelError for an exception a generated function raised (naming its node)."""
+        k = _failed_step(e)
+        return self._error(e, k if k is not None and k < len(self.graph.nodes) else None)
+
+    def _call(self, inputs: tuple) -> list[Tensor]:
+        """A call that checks its results, offers the graph for capture, replays a capture
+        or records placement; the generated run_tensors becomes `ready` once none is due."""
         natives = [t.native for t in inputs]
         replayed = self._capture is not None
         if replayed:
@@ -159,6 +200,8 @@ class Executable:
                 self._offer([t.native for t in inputs])
         if dispatch.recording():
             self._record(replayed)
+        if self._checked and self._capture is None and self._calls_to_capture < 0:
+            self.ready = self._tensors_code
         wrap, device = Tensor.wrap, self.device
         if self._all_nodes:
             return [wrap(native, device) for native in natives]
@@ -269,6 +312,7 @@ class Executable:
 
 
 _FILENAME = "<hal graph>"
+_recorders = dispatch.recorders  # the open placement() blocks (a list changed in place)
 
 
 def _failed_step(e: Exception) -> int | None:
@@ -276,10 +320,11 @@ def _failed_step(e: Exception) -> int | None:
     tb = e.__traceback__
     line = None
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename == _FILENAME:
-            line = tb.tb_lineno
+        code = tb.tb_frame.f_code
+        if code.co_filename == _FILENAME:  # node k is line k + 2 of run, k + 3 of run_tensors
+            line = tb.tb_lineno - (3 if code.co_name == "run_tensors" else 2)
         tb = tb.tb_next
-    return None if line is None or line < 2 else line - 2
+    return None if line is None or line < 0 else line
 
 
 def _last_uses(graph: Graph) -> dict[int, list[int]]:

@@ -88,18 +88,34 @@ class Jitted:
         try:  # the hot path: Tensor arguments only
             if kwargs or self.static_argnums:
                 raise AttributeError
-            key = tuple([(a.shape, a.dtype, a.device) for a in args])
+            if len(args) == 1:  # _plain_key, written out for one and two arguments
+                a = args[0]
+                key = (a.shape, a.dtype, a.device)
+            elif len(args) == 2:
+                a, b = args
+                key = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device)
+            else:
+                key = _plain_key(args)
         except AttributeError:
             key, tensors = self._key(args, kwargs)
         entry = self._cache.get(key)
         if entry is None:  # validate the arguments (the hot path only looked at attributes)
             key, tensors = self._key(args, kwargs)
             entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
-        if len(dispatch.interpreters()) > 1:  # autodiff or a trace watching: op by op
+        elif entry.ready is not None and not _recorders and len(_interpreters()) == 1:
+            try:  # the executable's generated function, called here without its frame
+                return entry.rebuild(entry.ready(*tensors))
+            except HalError:
+                raise
+            except Exception as e:
+                raise entry.executable.failure(e) from e
+        if len(_interpreters()) > 1:  # autodiff or a trace watching: op by op
             return entry.rebuild(entry.graph.run(*tensors))
         if entry.executable is None:
             entry.compile(self.capture)
-        return entry.rebuild(entry.executable(*tensors))
+        outputs = entry.executable(*tensors)
+        entry.ready = getattr(entry.executable, "ready", None)  # hal's Executable's, once set
+        return entry.rebuild(outputs)
 
     def graph(self, *args, **kwargs) -> Graph:
         """The graph fn traces to for these arguments (constants folded, dead code and
@@ -121,7 +137,7 @@ class Jitted:
     # -- keys and tracing --------------------------------------------------------------
     def _key(self, args: tuple, kwargs: dict) -> tuple[tuple, list[Tensor]]:
         if not kwargs and not self.static_argnums and all(isinstance(a, Tensor) for a in args):
-            return tuple([(a.shape, a.dtype, a.device) for a in args]), args
+            return _plain_key(args), args
         tensors: list[Tensor] = []
         parts = []
         for i, a in enumerate(args):
@@ -166,11 +182,12 @@ class Jitted:
 class _Entry:
     """One traced signature: its graph, output structure and (once run) executable."""
 
-    __slots__ = ("device", "executable", "graph", "rebuild")
+    __slots__ = ("device", "executable", "graph", "ready", "rebuild")
 
     def __init__(self, graph: Graph, out_tree, device):
         self.graph, self.device = graph, device
         self.executable: Executable | None = None
+        self.ready = None  # the executable's `ready` function, once it has one
         if out_tree is _LEAF:
             self.rebuild = operator.itemgetter(0)
         elif out_tree[0] is tuple and all(t is _LEAF for t in out_tree[1]):
@@ -184,6 +201,16 @@ class _Entry:
 
 
 # -- argument and result structure --------------------------------------------------------------
+_interpreters = dispatch.interpreters
+_recorders = dispatch.recorders  # the open placement() blocks (a list changed in place)
+
+
+def _plain_key(args: tuple) -> tuple:
+    """The cache key of Tensor arguments: shape, dtype and device of each, in one flat
+    tuple (`Jitted.__call__` writes it out for one and two arguments)."""
+    return tuple([x for a in args for x in (a.shape, a.dtype, a.device)])
+
+
 def _name(fn) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
