@@ -58,6 +58,8 @@ from hal import dtypes as dt
 from hal.compile.graph import REDUCTIONS, Graph, Node
 from hal.ops.expressions import python
 
+from . import cpu_erf
+
 _compiled: dict[str, Callable | None] = {}  # body.key() -> function, None when declined
 _ufuncs: dict[str, np.ufunc | None] = {}  # hash of the generated source -> its ufunc
 
@@ -144,12 +146,15 @@ def _elementwise(body: Graph, ref, node: Node) -> Callable | None:
     return fused
 
 
-def _numpy_ufunc(node: Node) -> np.ufunc | None:
-    """numpy's (or scipy's) ufunc computing the node's op as its reference does, if any."""
+def _numpy_ufunc(node: Node) -> Callable | None:
+    """numpy's ufunc (scipy's erf in float64, `cpu_erf` in float32) computing the node's op
+    as its reference does, if any."""
+    if node.op == "erf" and node.dtype == dt.float32:
+        return cpu_erf.erf
     if node.op == "erf":
         from scipy.special import erf
 
-        return erf if node.dtype in (dt.float32, dt.float64) else None
+        return erf if node.dtype == dt.float64 else None
     return _NUMPY_UFUNCS.get(node.op)
 
 

@@ -94,7 +94,7 @@ class OnnxRuntimeDevice(hal.Device):
             "extra": {
                 "provider_options": probe.get_provider_options().get(self.provider, {}),
                 "session_providers": self.session_providers,
-                "intra_op_threads": f"{os.cpu_count()} from a tensor of "
+                "intra_op_threads": f"{hal.settings.threads} from a tensor of "
                                     f"{PARALLEL_ELEMENTS} elements up, else 1",
                 "graph_optimization": "ORT_ENABLE_ALL",
                 "host_cpu": host.cpu_model(),

@@ -1,10 +1,10 @@
 """ONNX Runtime sessions: options, the LRU caches, single ops and whole graphs as sessions.
 
-A session's intra-op pool has `os.cpu_count()` threads when its largest tensor has at
-least PARALLEL_ELEMENTS elements, else none (the calling thread runs it): on 2 cores a
-pool made a one-op session 2-7x dearer to create (0.9-7 against 0.5-0.6 ms) and a small
-graph 2-3x slower to run (75-130 against 30-45 us for a 6x8 transformer block), and every
-cached one-op session would hold one. (A process-wide pool is no way out: once made,
+A session's intra-op pool has `hal.settings.threads` threads (HAL_THREADS) when its largest
+tensor has at least PARALLEL_ELEMENTS elements, else none (the calling thread runs it): on 2
+cores a pool made a one-op session 2-7x dearer to create (0.9-7 against 0.5-0.6 ms) and a
+small graph 2-3x slower to run (75-130 against 30-45 us for a 6x8 transformer block), and
+every cached one-op session would hold one. (A process-wide pool is no way out: once made,
 onnxruntime refuses every session with a pool of its own, other code's ones included.)
 On a host-memory EP a program runs with `InferenceSession.run` on the numpy arrays
 themselves: for small graphs it measured faster than IO binding (10-16 against 23-30 us
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import warnings
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable
@@ -80,7 +79,7 @@ def threads_for(graph: Graph) -> int:
     shapes = [shape for shape, _ in graph.inputs] + [c.shape for c in graph.constants] + \
         [node.shape for node in graph.nodes]
     largest = max((math.prod(shape) for shape in shapes), default=0)
-    return (os.cpu_count() or 1) if largest >= PARALLEL_ELEMENTS else 1
+    return hal.settings.threads if largest >= PARALLEL_ELEMENTS else 1
 
 
 class Program:

@@ -8,12 +8,18 @@ database later compiles use. Devices: the host CPU through LLVM, plus CUDA/OpenC
 devices where the installed TVM runtime has them (the PyPI wheel has neither). TVM has no
 complex dtype, so complex tensors and the FFT family are declared unsupported and run
 elsewhere. The kernel modules import TVM, so they load only once TVM is found
-(`_load_kernels`): without TVM this module loads and says why.
+(`_load_kernels`): without TVM this module loads and says why. TVM's thread pool takes
+HAL_THREADS threads (TVM_NUM_THREADS, read when TVM starts, wins where set; TVM's own
+default is half the logical cores, which on a machine without SMT leaves half idle).
 """
 
 from __future__ import annotations
 
+import os
+
 import hal
+
+os.environ.setdefault("TVM_NUM_THREADS", str(hal.settings.threads))  # before TVM loads
 
 from .table import kernels
 

@@ -148,6 +148,7 @@ class TVMDevice(hal.Device):
                 "int8_dot_product": "avx512 vnni (vpdpbusd)" if on_host and targets.has_vnni()
                                     else "none",
                 "kernel_cache": str(self.compiler.directory),
+                "threads": tvm.runtime.num_threads() if on_host else None,
                 "tuning_database": str(tuning.database_dir(self.info)),
                 # a damaged database is named here, so results say why nothing was tuned
                 "tuning_database_problem": tuning.database_problem(

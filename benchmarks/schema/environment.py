@@ -80,7 +80,8 @@ def git_state(repo: Path) -> dict[str, Any] | None:
 
 
 def host_info() -> dict[str, Any]:
-    """Host name, CPU model, logical cores (total and usable), memory bytes, OS and Python."""
+    """Host name, CPU model, logical cores (total and usable), the threads hal gives each
+    library (HAL_THREADS), memory bytes, OS and Python."""
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {
         "hostname": platform.node(),
@@ -88,6 +89,7 @@ def host_info() -> dict[str, Any]:
         "machine": platform.machine(),
         "cores": os.cpu_count(),
         "usable_cores": usable,
+        "threads": hal.settings.threads,
         "memory_bytes": hal.host.memory_bytes(),
         "os": platform.platform(),
         "python": platform.python_version(),
