@@ -121,7 +121,7 @@ def _gelu_inplace(y, approximate):
         inner *= math.sqrt(2 / math.pi)
         np.tanh(inner, out=inner)
     elif y.dtype == np.float32:
-        return cpu_erf.gelu(y, out=y)
+        return cpu_erf.gelu(y)  # a new array: in place, numpy would copy through a buffer
     else:
         from scipy.special import erf
 
@@ -134,6 +134,8 @@ def _gelu_inplace(y, approximate):
 
 @kernels.register("gelu", _FUSED, device_arg=False)
 def _gelu(x, *, approximate="none"):
+    if approximate == "none" and x.dtype == np.float32:
+        return cpu_erf.gelu(x)
     return _gelu_inplace(np.array(x), approximate)
 
 

@@ -19,14 +19,22 @@ import numpy as np
 
 def erf(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """erf of a float32 array (NaN stays NaN, +-inf gives +-1)."""
-    with np.errstate(invalid="ignore"):  # NaN through the clamp: numba's ufunc flags it
-        return _ufuncs().erf(x, out=out)
+    return _apply(_ufuncs().erf, x, out)
 
 
 def gelu(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Exact GELU, x * (1 + erf(x / sqrt 2)) / 2, of a float32 array."""
-    with np.errstate(invalid="ignore"):
-        return _ufuncs().gelu(x, out=out)
+    return _apply(_ufuncs().gelu, x, out)
+
+
+def _apply(ufunc: np.ufunc, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """ufunc(x) into `out` (a new array, 0-d included, where None)."""
+    with np.errstate(invalid="ignore"):  # NaN through the clamp's comparisons
+        if out is not None and np.may_share_memory(x, out):
+            # numpy runs a numba ufunc in place through a buffered copy, 5x slower
+            np.copyto(out, ufunc(x))
+            return out
+        return ufunc(x, out=np.empty_like(x) if out is None else out)
 
 
 @functools.cache
@@ -68,4 +76,4 @@ def _ufuncs():
         x = f64(v)
         return f32(x * (0.5 + 0.5 * erf64(x * 0.7071067811865476)))
 
-    return types.SimpleNamespace(erf=erf_ufunc, gelu=gelu_ufunc)
+    return types.SimpleNamespace(erf=erf_ufunc.ufunc, gelu=gelu_ufunc.ufunc)  # numpy's own

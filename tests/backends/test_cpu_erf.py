@@ -43,6 +43,17 @@ def test_gelu_matches_the_exact_formula():
     np.testing.assert_allclose(got, exact, rtol=2e-7, atol=2e-7)  # float32 rounding of x
 
 
+def test_erf_and_gelu_in_place_and_0_d():
+    x = np.linspace(-3, 3, 101, dtype=np.float32)
+    expected = cpu_erf.erf(x)
+    y = x.copy()
+    assert cpu_erf.erf(y, out=y) is y
+    np.testing.assert_array_equal(y, expected)
+    zero_d = cpu_erf.gelu(np.array(1.5, np.float32))
+    assert isinstance(zero_d, np.ndarray) and zero_d.shape == ()
+    np.testing.assert_allclose(zero_d, 1.5 * 0.5 * (1 + erf64(1.5 / math.sqrt(2))), rtol=2e-7)
+
+
 def test_erf_and_gelu_write_into_out_of_any_layout():
     x = np.random.default_rng(0).standard_normal((64, 48)).astype(np.float32)[:, ::3]
     out = np.empty((48, 64), np.float32).T[:, ::3]
