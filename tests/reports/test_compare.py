@@ -255,3 +255,31 @@ def test_run_noise_and_noise_limit(measurement):
     m = a[0]
     sigma = m.stats["iqr"] / m.stats["median"] / 1.349
     assert noise_limit(m, m, 0.1) == pytest.approx(math.expm1(3 * math.hypot(sigma, sigma, 0.1)))
+
+
+def test_runs_with_another_cache_directory_compare(base_and_new, tmp_path, capsys):
+    base, new = base_and_new
+    lines = [json.loads(line) for line in new.read_text().splitlines()]
+    lines[0]["env"]["HAL_CACHE_DIR"] = "/somewhere/else"
+    lines[0]["fingerprint"] = "f" * 64  # as a hal that fingerprinted paths wrote it
+    moved = tmp_path / "moved.jsonl"
+    moved.write_text("\n".join(json.dumps(r) for r in lines))
+    assert main(["compare", str(base), str(moved)]) == 1  # compared: a regression in it
+    captured = capsys.readouterr()
+    assert "different setups" not in captured.err + captured.out
+    assert "1 regressed" in captured.out
+
+
+def test_a_truncated_results_file_is_one_line_naming_file_and_line(measurement, results_file,
+                                                                   tmp_path, capsys):
+    path = results_file("cut.jsonl", [measurement("a", "cpu", 0.01, 1),
+                                      measurement("b", "cpu", 0.01, 2)], completed=False)
+    text = path.read_text()
+    path.write_text(text[: len(text) - 40])  # the last record (the end) cut short
+    assert main(["compare", str(path), str(path)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"warning: {path}:4: skipped a truncated or corrupt line "
+                   + err[0].split("corrupt line ", 1)[1]]
+    assert "UserWarning" not in err[0] and "(" in err[0]
+    assert main(["report", str(path), "-o", str(tmp_path / "r")]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if line] == err
