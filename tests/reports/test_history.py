@@ -164,7 +164,7 @@ def test_bench_at_commit_runs_that_commits_bench_in_a_worktree(repo):
     assert bench_at_commit(root, commits[2], request) == pytest.approx(0.001)
     assert bench_at_commit(root, commits[9], request) == pytest.approx(0.0015)
     assert len(_git(root, "worktree", "list").splitlines()) == 1  # temporary ones removed
-    with pytest.raises(BisectError, match="fft was not measured at all.*workloads there: gemm"):
+    with pytest.raises(BisectError, match=r"fft was not measured at all.*workloads there: gemm"):
         bench_at_commit(root, commits[2], dataclasses.replace(request, workload="fft"))
     with pytest.raises(BisectError, match="nosuch"):
         bench_at_commit(root, "nosuch", request)
