@@ -136,9 +136,10 @@ def history_frame(results: list[Results], repo: Path | None = None) -> pd.DataFr
         git = r.run.git or {}
         commit = git.get("commit") or ""
         label = (commit[:10] + ("+dirty" if git.get("dirty") else "")) if commit else r.run.id
+        machine = machine_label(r)
         for m in r.measurements:
             if m.status == "ok" and m.median:
-                rows.append({"machine": machine_label(r), "commit": commit, "point": label,
+                rows.append({"machine": machine, "commit": commit, "point": label,
                              "start": _epoch(r.run.start), "run": r.run.id,
                              "suite": m.suite, "workload": m.workload,
                              "params": format_params(m.params), "backend": m.backend,
@@ -225,6 +226,8 @@ def history_sections(results: list[Results], repo: Path | None = None,
                      min_effect: float = MIN_EFFECT) -> list[Section]:
     """A section per machine whose results span two or more commits: its steps, its series
     and a plot; nothing for a single commit."""
+    if len({(r.run.git or {}).get("commit") or r.run.id for r in results}) < 2:
+        return []
     points = history_frame(results, repo)
     if points.empty:
         return []
