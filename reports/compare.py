@@ -282,6 +282,13 @@ def exit_code(comparisons: list[Comparison]) -> int:
     return EXIT_REGRESSION if any(c.verdict in bad for c in comparisons) else EXIT_OK
 
 
+def _percent(fraction: float | None) -> str:
+    """A relative change in per cent for the table; beyond 1000% only its order matters."""
+    if fraction is None:
+        return ""
+    return ">1000%" if fraction > 10 else f"{100 * fraction:.0f}%"
+
+
 def comparison_table(comparisons: list[Comparison]) -> pd.DataFrame:
     """Comparisons as a display table (times humanised, speedups with CI)."""
     rows = []
@@ -301,7 +308,7 @@ def comparison_table(comparisons: list[Comparison]) -> pd.DataFrame:
                 "speedup": "" if c.speedup is None else f"{c.speedup:.3f}",
                 "99% CI": ci,
                 "p": "" if c.p_value is None or pd.isna(c.p_value) else f"{c.p_value:.2g}",
-                "noise": "" if c.noise is None else f"{100 * c.noise:.0f}%",
+                "noise": _percent(c.noise),
                 "verdict": c.verdict,
                 "note": c.note,
             }
