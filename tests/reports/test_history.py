@@ -3,6 +3,7 @@ history page, and the bisect helper on real git repositories."""
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -120,9 +121,9 @@ def test_history_command_and_report_page(measurement, results_file, tmp_path, ca
     assert "--bisect" in capsys.readouterr().err
 
 
-def _git(repo, *args):
+def _git(repo, *args, env=None):
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True).stdout.strip()
+                          check=True, env=env).stdout.strip()
 
 
 FAKE_CLI = textwrap.dedent('''
@@ -153,7 +154,9 @@ def repo(tmp_path):
         (root / "VALUE").write_text("0.001" if i < 7 else "0.0015")
         (root / "NUMBER").write_text(str(i))
         _git(root, "add", "-A")
-        _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"c{i}")
+        when = f"2026-01-{i + 1:02d}T00:00:00+00:00"
+        _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"c{i}",
+             env={**os.environ, "GIT_COMMITTER_DATE": when, "GIT_AUTHOR_DATE": when})
         commits.append(_git(root, "rev-parse", "HEAD"))
     return root, commits
 
@@ -196,3 +199,24 @@ def test_history_bisect_command(repo, capsys):
     out = capsys.readouterr().out
     assert f"first commit at the bad level: {commits[7]}" in out
     assert main(["history", "--bisect", "gemm", "--repo", str(root)]) == 2
+
+
+def test_runs_are_ordered_by_their_commits_date_in_the_repository(repo, measurement,
+                                                                   results_file):
+    root, commits = repo
+    medians = [0.001] * 6 + [0.0015] * 6
+    paths = _history_files(measurement, results_file, medians)
+    for path, commit in zip(paths, commits, strict=True):
+        path.write_text(path.read_text().replace(SHAS[commits.index(commit)], commit))
+    order = list(reversed(range(12)))  # benchmarked newest first, as a backfill does
+    for i, path in zip(order, paths, strict=True):
+        lines = path.read_text().splitlines()
+        run = json.loads(lines[0])
+        run["start"] = f"2026-12-01T{i:02d}:00:00+00:00"
+        path.write_text("\n".join([json.dumps(run), *lines[1:]]) + "\n")
+    results = [load_results(p) for p in paths]
+    by_date = history_frame(results, root)
+    assert list(by_date["commit"]) == commits
+    (step,) = steps_table(by_date).itertuples()
+    assert step.commits == f"{commits[5][:10]}..{commits[6][:10]}"
+    assert list(history_frame(results)["commit"]) == commits[::-1]  # no repository: by run
