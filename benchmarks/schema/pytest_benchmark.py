@@ -179,7 +179,8 @@ def load_pytest_benchmark(path: Path) -> Results:
         id=path.stem,
         start=str(data.get("datetime", "")),
         end=str(data.get("datetime", "")),
-        git={"commit": commit.get("id"), "dirty": commit.get("dirty")} if commit else None,
+        git={"commit": commit.get("id"), "dirty": commit.get("dirty"),
+             "branch": commit.get("branch"), "time": commit.get("time")} if commit else None,
         host=_pytest_benchmark_host(machine),
         libraries={"pytest-benchmark": data.get("version")},
     )
