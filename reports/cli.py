@@ -1,6 +1,6 @@
-"""`hal report`, `hal compare`, `hal publish`, and `hal bench` ending in its run's report:
-argparse subcommands registered through the `hal.commands` entry point group; heavy
-imports happen only when run.
+"""`hal report`, `hal compare`, `hal publish`, `hal history`, and `hal bench` ending in its
+run's report: argparse subcommands registered through the `hal.commands` entry point group;
+heavy imports happen only when run.
 
 `bench` is the benchmark harness's command (benchmarks/cli.py); it is registered from
 here, the layer above the harness, so that a run can end with its report without the
@@ -9,10 +9,28 @@ harness importing the reports."""
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+import warnings
 from pathlib import Path
 
 from benchmarks import cli as bench_cli
+
+
+def _warnings_one_line(handler):
+    """`handler` with the warnings it raises (a results file's skipped line names its
+    file:line) printed as one `warning: ...` line each, without Python's source echo."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        print(_printable(f"warning: {message}"), file=sys.stderr)
+
+    @functools.wraps(handler)
+    def run(*args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.showwarning = show
+            return handler(*args, **kwargs)
+
+    return run
 
 
 def register_bench(subparsers: argparse._SubParsersAction) -> None:
@@ -21,6 +39,7 @@ def register_bench(subparsers: argparse._SubParsersAction) -> None:
     subparsers.choices["bench"].set_defaults(write_report=write_report)
 
 
+@_warnings_one_line
 def write_report(files, out_dir) -> int:
     """Build the report of a finished `hal bench` run (its results file and any conformance
     files given with it); 2 if it cannot be written."""
@@ -69,8 +88,11 @@ def register_compare(subparsers: argparse._SubParsersAction) -> None:
         "compare",
         help="compare two runs (or the backends of one run) with verdicts",
         description="Compare BASE and NEW measurement by measurement: speedup of medians "
-        "with a bootstrap CI, Mann-Whitney p-value and a verdict. Exit codes: 0 ok, "
-        "1 regression or new failure, 2 not comparable.",
+        "with a bootstrap CI, Mann-Whitney p-value and a verdict. A change counts when it "
+        "is significant and larger than the noise: --threshold, the workload's own "
+        "repeat-to-repeat spread (IQR/median), and the run-to-run noise of the two runs "
+        "over all their workloads. Exit codes: 0 ok, 1 regression or new failure, 2 not "
+        "comparable.",
     )
     c.add_argument("base", type=Path, help="baseline result file")
     c.add_argument("new", type=Path, nargs="?", help="new result file (not with --across)")
@@ -85,7 +107,8 @@ def register_compare(subparsers: argparse._SubParsersAction) -> None:
         "--threshold",
         type=non_negative_float,
         default=0.05,
-        help="relative change that counts (default 0.05 = 5%%)",
+        help="smallest relative change that counts (default 0.05 = 5%%); noisier "
+        "workloads need more",
     )
     c.add_argument(
         "--alpha",
@@ -129,12 +152,40 @@ def register_publish(subparsers: argparse._SubParsersAction) -> None:
     u.set_defaults(func=run_publish)
 
 
+def register_history(subparsers: argparse._SubParsersAction) -> None:
+    """Add `history`; it sets `func(args) -> exit code`."""
+    from hal.cli import non_negative_float  # the `hal` command has hal loaded
+    h = subparsers.add_parser(
+        "history",
+        help="time series of results across commits per machine, with their steps; bisect",
+        description="Read results files of many commits, group them by machine (setup "
+        "fingerprint), order them by commit date and find the steps of each workload's "
+        "median (regressions and improvements) with the commit range of each. With "
+        "--bisect, run `hal bench` at the commits between --good and --bad (each in a "
+        "temporary git worktree) to find the first one at the bad level.",
+    )
+    h.add_argument("results", nargs="*", type=Path, help="result files or directories")
+    h.add_argument("--repo", type=Path, default=Path.cwd(),
+                   help="git repository the commits belong to (default: here)")
+    h.add_argument("--min-effect", type=non_negative_float, default=0.05,
+                   help="smallest step that counts, relative (default 0.05 = 5%%)")
+    h.add_argument("--bisect", metavar="WORKLOAD", default=None,
+                   help="find the commit where WORKLOAD's time changed")
+    h.add_argument("--good", metavar="COMMIT", help="a commit at the old level (--bisect)")
+    h.add_argument("--bad", metavar="COMMIT", help="a commit at the new level (--bisect)")
+    h.add_argument("--suite", default="quick", help="suite of the workload (default quick)")
+    h.add_argument("--backend", default="cpu", help="backend to measure on (default cpu)")
+    h.add_argument("--dtype", default=None, help="dtype, where the workload has several")
+    h.set_defaults(func=run_history)
+
+
 def _error(message: str) -> int:
     """Print an error for the user and return the 'not comparable / cannot run' code."""
     print(_printable(f"error: {message}"), file=sys.stderr)
     return 2
 
 
+@_warnings_one_line
 def run_report(args: argparse.Namespace) -> int:
     """Handler of `hal report`."""
     from benchmarks.schema.records import ResultsError
@@ -153,6 +204,7 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+@_warnings_one_line
 def run_publish(args: argparse.Namespace) -> int:
     """Handler of `hal publish`."""
     from benchmarks.schema.records import ResultsError
@@ -168,6 +220,7 @@ def run_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+@_warnings_one_line
 def run_compare(args: argparse.Namespace) -> int:
     """Handler of `hal compare`."""
     from benchmarks.schema.files import load_results
@@ -188,7 +241,8 @@ def run_compare(args: argparse.Namespace) -> int:
             return _error(str(exc))
         code = compare.EXIT_OK
     else:
-        if base.run.fingerprint != new.run.fingerprint:
+        # Recomputed: files written before paths left the fingerprint still compare.
+        if base.run.compute_fingerprint() != new.run.compute_fingerprint():
             diffs = "; ".join(compare.fingerprint_differences(base.run, new.run))
             if not args.force:
                 return _error(
@@ -198,6 +252,9 @@ def run_compare(args: argparse.Namespace) -> int:
             print(_printable(f"warning: different setups, compared anyway (--force): {diffs}"))
         rows = compare.compare_runs(base, new, args.threshold, args.alpha)
         code = compare.exit_code(rows)
+        noise = compare.pair_noise(base, new)
+        if noise is not None:
+            print(_printable(noise.describe()))
     for results in (base, new):
         warning = None if results is None else compare.busy_warning(results)
         if warning:
@@ -210,6 +267,58 @@ def run_compare(args: argparse.Namespace) -> int:
     return code
 
 
+@_warnings_one_line
+def run_history(args: argparse.Namespace) -> int:
+    """Handler of `hal history`: 0 done, 2 bad request or unreadable input."""
+    from benchmarks.schema.records import ResultsError
+    from reports import history
+    from reports.frame import load_inputs
+
+    if args.bisect:
+        return _run_bisect(args)
+    if not args.results:
+        return _error("give result files (or directories), or --bisect WORKLOAD "
+                      "--good C1 --bad C2")
+    try:
+        results = load_inputs(args.results).results
+    except ResultsError as exc:
+        return _error(str(exc))
+    points = history.history_frame(results, args.repo)
+    if points.empty:
+        return _error("no ok measurements in the files given")
+    for machine, mine in points.groupby("machine", sort=False):
+        steps = history.steps_table(mine, args.min_effect)
+        print(_printable(f"## {machine}: {mine['point'].nunique()} commit(s), "
+                         f"{len(steps)} step(s)"))
+        if not steps.empty:
+            print(_printable(steps.drop(columns=["machine", "good", "bad"])
+                             .to_markdown(index=False)))
+        print(_printable(history.series_table(mine, steps).to_markdown(index=False)))
+    return 0
+
+
+def _run_bisect(args: argparse.Namespace) -> int:
+    """`hal history --bisect`: the first commit at the bad level, with every median."""
+    from reports.bisect import BenchRequest, BisectError, bench_at_commit, bisect
+
+    if not (args.good and args.bad):
+        return _error("--bisect needs --good COMMIT and --bad COMMIT")
+    request = BenchRequest(args.bisect, args.suite, args.backend, args.dtype)
+
+    def measure(commit: str) -> float:
+        median = bench_at_commit(args.repo, commit, request)
+        print(f"{commit[:10]}: {args.bisect} {median * 1e3:.4g} ms", flush=True)
+        return median
+
+    try:
+        found = bisect(args.repo, args.good, args.bad, measure, args.min_effect)
+    except BisectError as exc:
+        return _error(str(exc))
+    print(f"first commit at the bad level: {found.first_bad} "
+          f"(last at the good level: {found.last_good})")
+    return 0
+
+
 def _printable(text: str) -> str:
     """`text` for a terminal: control characters from a results file (an escape sequence in a
     workload's name) shown as Python escapes, never sent to the terminal; newlines kept."""
@@ -217,11 +326,12 @@ def _printable(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run `bench`/`report`/`compare`/`publish` without the `hal` command
+    """Run `bench`/`report`/`compare`/`publish`/`history` without the `hal` command
     (`python -m reports.cli`)."""
     parser = argparse.ArgumentParser(prog="python -m reports.cli")
     sub = parser.add_subparsers(dest="command", required=True)
-    for register in (register_bench, register_report, register_compare, register_publish):
+    for register in (register_bench, register_report, register_compare, register_publish,
+                     register_history):
         register(sub)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -1,28 +1,43 @@
 """Compare two runs (or the backends of one run) measurement by measurement.
 
 Per matching key: the speedup `median(base) / median(new)` (>1: NEW is faster) with a
-bootstrap CI, the Mann-Whitney p-value, and a verdict. Exit codes: 0 no regression,
-1 a regression or new failure, 2 not comparable.
+bootstrap CI, the Mann-Whitney p-value, and a verdict. A change is a regression or an
+improvement only when it is significant (Mann-Whitney and the bootstrap CI agree) and
+larger than both the minimum effect (`threshold`) and the noise of that workload between
+these two runs (`noise_limit`): NOISE_FACTOR standard deviations of the workload's own
+repeat-to-repeat spread on each side (IQR of its samples, pooled over its interleaved
+rounds) and of the run-to-run noise of the pair over all workloads (`run_noise`), added
+in quadrature. Exit codes: 0 no regression, 1 a regression or new failure, 2 not
+comparable.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from benchmarks.schema.records import Measurement, Results, RunRecord
+from benchmarks.schema.records import Measurement, Results, RunRecord, fingerprinted_env
 from benchmarks.stats import mann_whitney_p, speedup
 from reports.frame import format_params, format_seconds
 
 VERDICTS = ("improved", "regressed", "unchanged", "new failure", "fixed", "incomparable")
 EXIT_OK, EXIT_REGRESSION, EXIT_NOT_COMPARABLE = 0, 1, 2
+RUN_NOISE_KEYS = 5
+"""Workloads two runs must share for their run-to-run noise to be estimated from them."""
+NOISE_FACTOR = 3.0
+"""A change must exceed this many standard deviations of its noise (3: one workload in a
+thousand crosses it by chance for normal noise; timing noise has heavier tails)."""
+IQR_PER_SIGMA = 1.349
 
 
 @dataclass
 class Comparison:
-    """One key compared: medians, speedup with CI, p-value, verdict and why."""
+    """One key compared: medians, speedup with CI, p-value, the noise a change had to
+    exceed (relative), verdict and why."""
 
     suite: str
     workload: str
@@ -38,6 +53,61 @@ class Comparison:
     p_value: float | None
     verdict: str
     note: str = ""
+    noise: float | None = None
+
+
+@dataclass(frozen=True)
+class RunNoise:
+    """How much two runs differ over the workloads both measured: the median change
+    (`shift`, new / base time) and the robust standard deviation of the log changes
+    (`sigma`), from `keys` workloads; `busy` when either run started on a loaded machine,
+    so that a change every workload shares counts as noise."""
+
+    keys: int
+    shift: float
+    sigma: float
+    busy: bool
+
+    def describe(self) -> str:
+        """One line for the terminal."""
+        text = (f"run-to-run noise over {self.keys} workloads: the median one moved "
+                f"{100 * (self.shift - 1):+.1f}%, standard deviation {100 * self.sigma:.1f}%")
+        if self.busy:
+            text += " (a busy run: a change all workloads share counts as load, not code)"
+        return text
+
+
+def repeat_sigma(m: Measurement) -> float:
+    """A measurement's repeat-to-repeat spread as a relative standard deviation: IQR /
+    median of its samples / 1.349 (robust; 0 without samples' statistics)."""
+    stats = m.stats or {}
+    iqr, median = stats.get("iqr"), stats.get("median")
+    return float(iqr / median / IQR_PER_SIGMA) if iqr and median else 0.0
+
+
+def noise_limit(base: Measurement, new: Measurement, run_sigma: float = 0.0) -> float:
+    """The relative change a workload must exceed to stand out of its noise between two
+    runs: NOISE_FACTOR x the quadrature sum of both sides' repeat spread and the pair's
+    run-to-run noise `run_sigma` (log units)."""
+    sigma = math.sqrt(repeat_sigma(base) ** 2 + repeat_sigma(new) ** 2 + run_sigma ** 2)
+    return math.expm1(NOISE_FACTOR * sigma)
+
+
+def run_noise(pairs: list[tuple[Measurement, Measurement]], busy: bool) -> RunNoise | None:
+    """The run-to-run noise of two runs, from the log ratios of the medians of the
+    workloads both measured ok (None with fewer than RUN_NOISE_KEYS of them).
+
+    The spread is 1.4826 x the median absolute deviation of the log ratios: about their
+    median on a quiet machine (a change all workloads share, such as shared code becoming
+    slower, is then a change), about zero when either run was busy (a shared change is
+    then the machine's load)."""
+    logs = np.array([math.log(b.median / a.median) for a, b in pairs
+                     if a.status == b.status == "ok" and a.median and b.median])
+    if logs.size < RUN_NOISE_KEYS:
+        return None
+    center = 0.0 if busy else float(np.median(logs))
+    sigma = 1.4826 * float(np.median(np.abs(logs - center)))
+    return RunNoise(int(logs.size), math.exp(float(np.median(logs))), sigma, busy)
 
 
 def judge(
@@ -45,12 +115,14 @@ def judge(
     new: Measurement | None,
     threshold: float = 0.05,
     alpha: float = 0.01,
+    run_sigma: float = 0.0,
 ) -> tuple[str, dict[str, Any]]:
     """Verdict for one key and the figures behind it.
 
-    Improved/regressed need a speedup beyond `1 + threshold` (either way) and, when both
-    sides have raw samples, a Mann-Whitney p-value below `alpha` and a 99% bootstrap CI
-    of the speedup that excludes 1 (the two together keep noise from raising alarms).
+    Improved/regressed need a change beyond `1 + threshold` and beyond the workload's
+    noise (`noise_limit`, with the pair's run-to-run noise `run_sigma`), either way; and,
+    when both sides have raw samples, a Mann-Whitney p-value below `alpha` and a 99%
+    bootstrap CI of the speedup that excludes 1.
     """
     figures: dict[str, Any] = {
         "speedup": None,
@@ -58,6 +130,7 @@ def judge(
         "ci_high": None,
         "p_value": None,
         "note": "",
+        "noise": None,
     }
     if base is None or new is None:
         figures["note"] = "only in NEW" if base is None else "only in BASE"
@@ -80,23 +153,29 @@ def judge(
         significant = not pd.isna(p) and p < alpha and (s.ci_low > 1 or s.ci_high < 1)
     else:
         figures["speedup"] = base.median / new.median
-        figures["note"] = "no raw samples: threshold only"
+        figures["note"] = "no raw samples: threshold and spread only"
         significant = True
+    noise = max(threshold, noise_limit(base, new, run_sigma))
+    figures["noise"] = noise
     ratio = figures["speedup"]
-    if significant and ratio > 1 + threshold:
-        return "improved", figures
-    if significant and ratio < 1 / (1 + threshold):
-        return "regressed", figures
+    if significant and max(ratio, 1 / ratio) > 1 + noise:
+        return ("improved" if ratio > 1 else "regressed"), figures
+    if significant and max(ratio, 1 / ratio) > 1 + threshold:
+        figures["note"] = figures["note"] or "within the noise"
     return "unchanged", figures
 
 
 def _comparison(
-    base: Measurement | None, new: Measurement | None, threshold: float, alpha: float
+    base: Measurement | None,
+    new: Measurement | None,
+    threshold: float,
+    alpha: float,
+    run_sigma: float = 0.0,
 ) -> Comparison:
     """Compare two measurements of one workload key."""
     either = base or new
     assert either is not None
-    verdict, figures = judge(base, new, threshold, alpha)
+    verdict, figures = judge(base, new, threshold, alpha, run_sigma)
     return Comparison(
         suite=either.suite,
         workload=either.workload,
@@ -111,14 +190,26 @@ def _comparison(
     )
 
 
+def pair_noise(base: Results, new: Results) -> RunNoise | None:
+    """The run-to-run noise of two runs (see `run_noise`); busy when either started on a
+    loaded machine (`busy_warning`)."""
+    a = {m.key: m for m in base.measurements}
+    pairs = [(a[m.key], m) for m in new.measurements if m.key in a]
+    busy = busy_warning(base) is not None or busy_warning(new) is not None
+    return run_noise(pairs, busy)
+
+
 def compare_runs(
     base: Results, new: Results, threshold: float = 0.05, alpha: float = 0.01
 ) -> list[Comparison]:
-    """Compare every measurement key of two runs (keys in one run only included)."""
+    """Compare every measurement key of two runs (keys in one run only included), each
+    change judged against the pair's run-to-run noise (`pair_noise`) too."""
     a = {m.key: m for m in base.measurements}
     b = {m.key: m for m in new.measurements}
+    noise = pair_noise(base, new)
+    sigma = noise.sigma if noise else 0.0
     keys = sorted(a.keys() | b.keys())
-    return [_comparison(a.get(k), b.get(k), threshold, alpha) for k in keys]
+    return [_comparison(a.get(k), b.get(k), threshold, alpha, sigma) for k in keys]
 
 
 def compare_backends(
@@ -170,10 +261,11 @@ def fingerprint_differences(a: RunRecord, b: RunRecord) -> list[str]:
         for name in sorted(a.libraries.keys() | b.libraries.keys())
         if a.libraries.get(name) != b.libraries.get(name)
     ]
+    env_a, env_b = fingerprinted_env(a.env), fingerprinted_env(b.env)
     diffs += [
-        f"env {k}: {a.env.get(k)!r} != {b.env.get(k)!r}"
-        for k in sorted(a.env.keys() | b.env.keys())
-        if a.env.get(k) != b.env.get(k)
+        f"env {k}: {env_a.get(k)!r} != {env_b.get(k)!r}"
+        for k in sorted(env_a.keys() | env_b.keys())
+        if env_a.get(k) != env_b.get(k)
     ]
     devs = [
         [(d.backend, d.name, str(sorted(d.capabilities.items()))) for d in r.devices]
@@ -188,6 +280,13 @@ def exit_code(comparisons: list[Comparison]) -> int:
     """1 when anything regressed or newly fails, else 0."""
     bad = {"regressed", "new failure"}
     return EXIT_REGRESSION if any(c.verdict in bad for c in comparisons) else EXIT_OK
+
+
+def _percent(fraction: float | None) -> str:
+    """A relative change in per cent for the table; beyond 1000% only its order matters."""
+    if fraction is None:
+        return ""
+    return ">1000%" if fraction > 10 else f"{100 * fraction:.0f}%"
 
 
 def comparison_table(comparisons: list[Comparison]) -> pd.DataFrame:
@@ -209,6 +308,7 @@ def comparison_table(comparisons: list[Comparison]) -> pd.DataFrame:
                 "speedup": "" if c.speedup is None else f"{c.speedup:.3f}",
                 "99% CI": ci,
                 "p": "" if c.p_value is None or pd.isna(c.p_value) else f"{c.p_value:.2g}",
+                "noise": _percent(c.noise),
                 "verdict": c.verdict,
                 "note": c.note,
             }

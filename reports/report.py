@@ -14,6 +14,7 @@ from benchmarks.schema.records import Results, RunRecord
 from reports import claims, plots, tables
 from reports.figures import autograd, int8, jit, parallel, science
 from reports.frame import Inputs, load_inputs
+from reports.history import history_sections
 from reports.section import Section
 
 CSS = """
@@ -330,7 +331,8 @@ def build_sections(inputs: Inputs, baseline: str | None) -> list[Section]:
     when present, else the first series)."""
     frame = inputs.frame
     base = baseline or (tables.default_baseline(frame) if not frame.empty else None)
-    return [section for part in PARTS for section in part(inputs, base)]
+    return [section for part in PARTS for section in part(inputs, base)] + history_sections(
+        inputs.results)
 
 
 def render_markdown(sections: list[Section]) -> str:

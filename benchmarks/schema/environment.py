@@ -118,7 +118,10 @@ def _normalized(distribution: str) -> str:
 
 
 def relevant_env() -> dict[str, str]:
-    """Environment variables that change results: HAL_*, thread counts, BLAS/MPI tuning."""
+    """Environment variables that may change results: HAL_*, thread counts, BLAS/MPI tuning.
+
+    All are recorded; the fingerprint leaves out those naming paths (HAL_CACHE_DIR among
+    them; see `records.fingerprinted_env`)."""
     return {
         k: v for k, v in sorted(os.environ.items()) if k in ENV_NAMES or k.startswith(ENV_PREFIXES)
     }

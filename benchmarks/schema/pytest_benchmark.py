@@ -1,4 +1,11 @@
-"""pytest-benchmark JSON files (`--benchmark-json`/`--benchmark-save`) read as results."""
+"""pytest-benchmark JSON files (`--benchmark-json`/`--benchmark-save`) read as results.
+
+Names, params, machine info and statistics are kept as pytest-benchmark wrote them. The
+CV is computed as pytest-benchmark judges its rounds: over the samples inside its Tukey
+fences (1.5 IQR beyond the quartiles; the outliers it counts and reports apart), since a
+single cold round among thousands of 100 ns rounds otherwise gives a CV in the thousands
+of per cent. hal ran none of it: no fallback policy applies (`fallback_policy` "none").
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from benchmarks.schema.records import Measurement, Results, ResultsError, RunRecord
 from benchmarks.schema.validation import from_dict, json_kind
@@ -30,6 +39,7 @@ class _PytestBenchmarkStats:
     q3: float | None = None
     iqr: float | None = None
     ops: float | None = None
+    outliers: str | None = None
 
 
 @dataclass
@@ -37,6 +47,7 @@ class _PytestBenchmarkEntry:
     """The fields of one entry of a pytest-benchmark file's `benchmarks` list that are read."""
 
     name: str = ""
+    fullname: str | None = None
     group: str | None = None
     params: dict[str, Any] | None = None
     options: dict[str, Any] | None = None
@@ -60,7 +71,32 @@ def _pytest_benchmark_host(machine: dict[str, Any]) -> dict[str, Any]:
         "memory_bytes": None,
         "os": f"{machine.get('system', '')} {machine.get('release', '')}".strip(),
         "python": machine.get("python_version"),
+        "python_implementation": machine.get("python_implementation"),
+        "python_compiler": machine.get("python_compiler"),
+        "cpu_arch": cpu.get("arch_string_raw") or cpu.get("arch"),
+        "cpu_hz": cpu.get("hz_advertised_friendly"),
     }
+
+
+def robust_cv(samples: list[float]) -> float | None:
+    """Standard deviation / mean of the samples inside pytest-benchmark's Tukey fences
+    (1.5 IQR beyond the quartiles), None with fewer than two of them."""
+    x = np.asarray(samples, dtype=float)
+    if x.size < 2:
+        return None
+    q1, q3 = np.percentile(x, [25, 75])
+    fenced = x[(x >= q1 - 1.5 * (q3 - q1)) & (x <= q3 + 1.5 * (q3 - q1))]
+    if fenced.size < 2 or fenced.mean() == 0:
+        return None
+    return float(np.std(fenced, ddof=1) / fenced.mean())
+
+
+def workload_name(entry: _PytestBenchmarkEntry) -> str:
+    """The test as pytest-benchmark names it: its full node id (file, class, function)
+    without the parametrisation, which becomes params; the short name when the file
+    lacks full names."""
+    name = entry.fullname or entry.name
+    return name.split("[")[0] if entry.params else name
 
 
 def _pytest_benchmark_measurement(bench: Any, timer: str) -> Measurement:
@@ -80,18 +116,20 @@ def _pytest_benchmark_measurement(bench: Any, timer: str) -> Measurement:
     stats: dict[str, Any] | None
     if samples:
         stats = summarize(samples).to_dict()
+        stats["cv"] = robust_cv(samples)
     else:
-        mean, stddev = st.get("mean"), st.get("stddev")
+        median, iqr = st.get("median"), st.get("iqr")
         stats = {
             "n": st.get("rounds"),
             "median": st.get("median"),
             "min": st.get("min"),
             "max": st.get("max"),
-            "mean": mean,
+            "mean": st.get("mean"),
             "q1": st.get("q1"),
             "q3": st.get("q3"),
-            "iqr": st.get("iqr"),
-            "cv": (stddev / mean) if mean and stddev is not None else None,
+            "iqr": iqr,
+            # without the samples, the IQR's normal-equivalent spread (outliers ignored)
+            "cv": (iqr / 1.349 / median) if median and iqr is not None else None,
             "ci_low": None,
             "ci_high": None,
             "ci_coverage": None,
@@ -99,7 +137,7 @@ def _pytest_benchmark_measurement(bench: Any, timer: str) -> Measurement:
     options = entry.options or {}
     return Measurement(
         suite="pytest-benchmark",
-        workload=entry.name.split("[")[0],
+        workload=workload_name(entry),
         params={
             k: v if isinstance(v, (int, float, str, bool)) or v is None else str(v)
             for k, v in params.items()
@@ -114,6 +152,8 @@ def _pytest_benchmark_measurement(bench: Any, timer: str) -> Measurement:
         samples=[float(x) for x in samples],
         stats=stats,
         metrics={"items_per_s": st["ops"]} if st.get("ops") else {},
+        facts={k: v for k, v in (("outliers", st.get("outliers")),) if isinstance(v, str)},
+        fallback_policy="none",
     )
 
 
@@ -139,7 +179,8 @@ def load_pytest_benchmark(path: Path) -> Results:
         id=path.stem,
         start=str(data.get("datetime", "")),
         end=str(data.get("datetime", "")),
-        git={"commit": commit.get("id"), "dirty": commit.get("dirty")} if commit else None,
+        git={"commit": commit.get("id"), "dirty": commit.get("dirty"),
+             "branch": commit.get("branch"), "time": commit.get("time")} if commit else None,
         host=_pytest_benchmark_host(machine),
         libraries={"pytest-benchmark": data.get("version")},
     )

@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -97,8 +98,9 @@ class Measurement:
     `rounds` counts the interleaved rounds whose samples the record pools.
     `fallback_policy` is the CPU-fallback policy it ran under: `error` (the default: a
     workload that needs the fallback is skipped) or `warn`/`allow` (it runs, and the
-    placement counts the fallback calls). It is no part of the key, so the same workload
-    measured under two policies compares key by key.
+    placement counts the fallback calls), or `none` for a measurement hal did not run (a
+    pytest-benchmark import). It is no part of the key, so the same workload measured
+    under two policies compares key by key.
     """
 
     suite: str
@@ -216,11 +218,13 @@ class RunRecord:
         ]
 
     def compute_fingerprint(self) -> str:
-        """sha256 of host, devices (capabilities, not measured peaks), libraries and env.
+        """sha256 of host, devices (capabilities, not measured peaks), libraries and the
+        environment variables that change results (`fingerprinted_env`).
 
         Stable across runs on one machine with one software stack; independent of the
-        code's git commit, the times, the load and the host's name (machines of one kind,
-        or a container named anew each run, share a setup), so two commits can be compared.
+        code's git commit, the times, the load, the host's name (machines of one kind, or a
+        container named anew each run, share a setup) and where files go (HAL_CACHE_DIR and
+        other paths stay recorded in `env`, unfingerprinted), so two commits can be compared.
         """
         part = {
             "host": {k: v for k, v in self.host.items() if k != "hostname"},
@@ -232,7 +236,7 @@ class RunRecord:
                 key=lambda d: (d["backend"], d["name"]),
             ),
             "libraries": self.libraries,
-            "env": self.env,
+            "env": fingerprinted_env(self.env),
         }
         blob = json.dumps(part, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
@@ -244,6 +248,28 @@ class RunRecord:
     def to_dict(self) -> dict[str, Any]:
         """The JSON record of this run."""
         return {"type": "run", "schema": SCHEMA_VERSION, **asdict(self)}
+
+# Settings of where files go or how long a probe may wait: recorded, never fingerprinted.
+UNFINGERPRINTED_ENV = ("HAL_CACHE_DIR", "HAL_PROBE_TIMEOUT", "HAL_MAX_RECORD_BYTES")
+_PATH_NAME = re.compile(r"_(DIR|DIRS|PATH|FILE|HOME|ROOT|PREFIX)$")
+
+
+def fingerprinted_env(env: dict[str, str]) -> dict[str, str]:
+    """The environment variables of a run that change its results: all recorded ones but
+    those in `UNFINGERPRINTED_ENV` and path-like ones (a name ending in _DIR, _PATH, _FILE,
+    _HOME, _ROOT or _PREFIX, or a value that is a file system path)."""
+    return {
+        k: v
+        for k, v in env.items()
+        if k not in UNFINGERPRINTED_ENV and not _PATH_NAME.search(k) and not _is_path(str(v))
+    }
+
+
+def _is_path(value: str) -> bool:
+    """Whether an environment value names a file or directory (absolute, ~, or with a
+    separator), not a setting such as a thread count or a policy."""
+    return value.startswith(("/", "~", "./", "../")) or os.sep in value
+
 
 def new_run_id() -> str:
     """A sortable run id from the UTC time, e.g. `20261202T113824Z-1234`."""

@@ -19,6 +19,7 @@ from benchmarks.schema.records import (
     ResultsError,
     SchemaVersionError,
     completed_keys,
+    fingerprinted_env,
     measurement_key,
 )
 from benchmarks.stats import summarize
@@ -93,6 +94,24 @@ def test_run_record_describes_host_and_fingerprint_is_stable(monkeypatch, tmp_pa
     assert b.compute_fingerprint() == c.compute_fingerprint()  # measured peaks do not count
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert new_run("d").fingerprint != a.fingerprint
+
+
+def test_paths_are_recorded_but_not_fingerprinted(monkeypatch, tmp_path):
+    monkeypatch.setenv("HAL_CACHE_DIR", "/tmp/one")
+    monkeypatch.setenv("HAL_THREADS", "2")
+    monkeypatch.setenv("OPENBLAS_CONFIG_DIR", "/opt/blas")
+    a = new_run("a", repo=tmp_path)
+    monkeypatch.setenv("HAL_CACHE_DIR", "/tmp/two")
+    monkeypatch.setenv("OPENBLAS_CONFIG_DIR", "/opt/other")
+    b = new_run("b", repo=tmp_path)
+    assert a.env["HAL_CACHE_DIR"] == "/tmp/one" and b.env["HAL_CACHE_DIR"] == "/tmp/two"
+    assert a.fingerprint == b.fingerprint
+    assert fingerprinted_env({"HAL_CACHE_DIR": "x", "HAL_PROBE_TIMEOUT": "5",
+                              "HAL_DEVICE": "cpu:0", "MKL_HOME": "mkl",
+                              "HAL_FALLBACK": "./policy", "OMP_NUM_THREADS": "2"}) == {
+        "HAL_DEVICE": "cpu:0", "OMP_NUM_THREADS": "2"}
+    monkeypatch.setenv("HAL_THREADS", "1")  # a setting that changes results still counts
+    assert new_run("c", repo=tmp_path).fingerprint != a.fingerprint
 
 
 def test_library_versions_name_the_wheel_variant_installed(monkeypatch, tmp_path):

@@ -1,13 +1,24 @@
 """`hal compare`: verdicts on synthetic data, fingerprints, exit codes, --across backends."""
 
+import dataclasses
 import json
+import math
 
+import numpy as np
 import pytest
 
 from benchmarks.schema.files import load_results
 from benchmarks.schema.records import SCHEMA_VERSION
+from benchmarks.stats import summarize
 from reports.cli import main
-from reports.compare import compare_backends, compare_runs, exit_code
+from reports.compare import (
+    RunNoise,
+    compare_backends,
+    compare_runs,
+    exit_code,
+    noise_limit,
+    run_noise,
+)
 
 
 @pytest.fixture
@@ -61,9 +72,9 @@ def test_verdicts(base_and_new):
 
 def test_threshold_turns_a_small_change_into_unchanged(measurement, results_file):
     base = load_results(results_file("a.jsonl", [measurement("w", "cpu", 0.010, 1)]))
-    new = load_results(results_file("b.jsonl", [measurement("w", "cpu", 0.0097, 2)]))
-    assert compare_runs(base, new)[0].verdict == "unchanged"  # 3% < default 5%
-    assert compare_runs(base, new, threshold=0.01)[0].verdict == "improved"
+    new = load_results(results_file("b.jsonl", [measurement("w", "cpu", 0.0093, 2)]))
+    assert compare_runs(base, new)[0].verdict == "improved"  # 7% > default 5% and the noise
+    assert compare_runs(base, new, threshold=0.10)[0].verdict == "unchanged"
 
 
 def test_cli_exit_codes_and_output(base_and_new, measurement, results_file, capsys):
@@ -145,3 +156,130 @@ def test_escape_sequences_in_a_results_file_do_not_reach_the_terminal(measuremen
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "add\\x1b]0;owned\\x07\\x1b[2J" in out
+
+
+def _spread_measurement(measurement, workload, median, spread, rng, n=15):
+    """A measurement of `n` samples lognormal around `median` with log-sd `spread`."""
+    samples = (median * rng.lognormal(0.0, spread, n)).tolist()
+    m = measurement(workload, "cpu", median, 0)
+    return dataclasses.replace(m, samples=samples, stats=summarize(samples).to_dict())
+
+
+SPREADS = (0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15, 0.2, 0.3, 0.02, 0.04)
+
+
+def _pair(measurement, results_file, seed, *, slower=(), factor=1.2, drift=0.0, shift=1.0,
+          busy=False, spreads=SPREADS):
+    """Two runs of the workloads w0..w10 (`spreads`) from one sample distribution;
+    NEW's workloads in `slower` take `factor` times longer; each NEW median also moves by
+    a lognormal `drift` and all by `shift` (the machine's load); `busy` gives NEW a load
+    average of 64."""
+    rng = np.random.default_rng(seed)
+    base, new = [], []
+    for i, spread in enumerate(spreads):
+        median = 1e-3 * (i + 1)
+        moved = shift * math.exp(rng.normal(0.0, drift)) * (factor if i in slower else 1.0)
+        base.append(_spread_measurement(measurement, f"w{i}", median, spread, rng))
+        new.append(_spread_measurement(measurement, f"w{i}", median * moved, spread, rng))
+    a = results_file(f"base{seed}.jsonl", base, "base")
+    b = results_file(f"new{seed}.jsonl", new, "new")
+    runs = [load_results(a), load_results(b)]
+    for r in runs:
+        r.run.loadavg = [0.0, 0.0, 0.0]
+    if busy:
+        runs[1].run.loadavg = [64.0, 64.0, 64.0]
+    return runs
+
+
+def _verdicts(rows):
+    return {c.workload: c.verdict for c in rows if c.verdict != "unchanged"}
+
+
+def test_two_runs_of_one_sample_distribution_show_no_change(measurement, results_file):
+    for seed in range(12):
+        base, new = _pair(measurement, results_file, seed)
+        assert _verdicts(compare_runs(base, new)) == {}, seed
+
+
+def test_run_to_run_drift_on_a_busy_machine_raises_no_alarm(measurement, results_file):
+    # every NEW median moves by ~10% at random and all of them by 30%: the machine's load
+    for seed in range(12):
+        base, new = _pair(measurement, results_file, seed, drift=0.1, shift=1.3, busy=True)
+        assert _verdicts(compare_runs(base, new)) == {}, seed
+
+
+QUIET = (0.01, 0.02, 0.03, 0.01, 0.02, 0.03, 0.01, 0.02, 0.03, 0.02, 0.01)
+
+
+def test_a_planted_20_percent_slowdown_is_caught(measurement, results_file):
+    # repeats that spread 1-3%, as on a quiet machine
+    for seed in range(6):
+        base, new = _pair(measurement, results_file, seed, slower={0, 4, 8}, spreads=QUIET)
+        assert _verdicts(compare_runs(base, new)) == dict.fromkeys(["w0", "w4", "w8"],
+                                                                    "regressed")
+        # a 20% faster workload likewise, and on a busy machine too
+        base, new = _pair(measurement, results_file, seed, slower={2}, factor=1 / 1.2,
+                          busy=True, spreads=QUIET)
+        assert _verdicts(compare_runs(base, new)) == {"w2": "improved"}
+
+
+def test_a_change_within_the_workloads_own_spread_is_unchanged(measurement, results_file):
+    # w8 repeats with a 30% spread: 20% slower is inside its noise, and said so
+    base, new = _pair(measurement, results_file, 0, slower={8})
+    row = next(c for c in compare_runs(base, new) if c.workload == "w8")
+    assert row.verdict == "unchanged" and row.noise > 0.5
+
+
+def test_a_slowdown_of_every_workload_is_a_regression_unless_the_machine_was_busy(
+        measurement, results_file):
+    everything = set(range(len(SPREADS)))
+    base, new = _pair(measurement, results_file, 3, slower=everything, factor=1.5)
+    caught = _verdicts(compare_runs(base, new))
+    assert set(caught.values()) == {"regressed"} and len(caught) >= 8  # not the noisiest
+    base, new = _pair(measurement, results_file, 3, slower=everything, factor=1.5, busy=True)
+    assert _verdicts(compare_runs(base, new)) == {}
+
+
+def test_run_noise_and_noise_limit(measurement):
+    rng = np.random.default_rng(0)
+    a = [_spread_measurement(measurement, f"w{i}", 1e-3, 0.01, rng) for i in range(6)]
+    b = [dataclasses.replace(m, stats={**m.stats, "median": m.stats["median"] * f})
+         for m, f in zip(a, (1.1, 1.2, 1.1, 1.2, 1.1, 1.2))]
+    quiet = run_noise(list(zip(a, b)), busy=False)
+    assert quiet.keys == 6 and quiet.shift == pytest.approx(1.15, rel=0.01)
+    assert quiet.sigma == pytest.approx(1.4826 * math.log(1.2 / 1.15), rel=0.05)
+    busy = run_noise(list(zip(a, b)), busy=True)
+    assert busy.sigma == pytest.approx(1.4826 * math.log(1.15), rel=0.05)
+    assert run_noise(list(zip(a, b))[:4], busy=False) is None
+    assert isinstance(quiet, RunNoise) and "6 workloads" in busy.describe()
+    m = a[0]
+    sigma = m.stats["iqr"] / m.stats["median"] / 1.349
+    assert noise_limit(m, m, 0.1) == pytest.approx(math.expm1(3 * math.hypot(sigma, sigma, 0.1)))
+
+
+def test_runs_with_another_cache_directory_compare(base_and_new, tmp_path, capsys):
+    base, new = base_and_new
+    lines = [json.loads(line) for line in new.read_text().splitlines()]
+    lines[0]["env"]["HAL_CACHE_DIR"] = "/somewhere/else"
+    lines[0]["fingerprint"] = "f" * 64  # as a hal that fingerprinted paths wrote it
+    moved = tmp_path / "moved.jsonl"
+    moved.write_text("\n".join(json.dumps(r) for r in lines))
+    assert main(["compare", str(base), str(moved)]) == 1  # compared: a regression in it
+    captured = capsys.readouterr()
+    assert "different setups" not in captured.err + captured.out
+    assert "1 regressed" in captured.out
+
+
+def test_a_truncated_results_file_is_one_line_naming_file_and_line(measurement, results_file,
+                                                                   tmp_path, capsys):
+    path = results_file("cut.jsonl", [measurement("a", "cpu", 0.01, 1),
+                                      measurement("b", "cpu", 0.01, 2)], completed=False)
+    text = path.read_text()
+    path.write_text(text[: len(text) - 40])  # the last record (the end) cut short
+    assert main(["compare", str(path), str(path)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"warning: {path}:4: skipped a truncated or corrupt line "
+                   + err[0].split("corrupt line ", 1)[1]]
+    assert "UserWarning" not in err[0] and "(" in err[0]
+    assert main(["report", str(path), "-o", str(tmp_path / "r")]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if line] == err
