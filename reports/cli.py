@@ -147,8 +147,8 @@ def run_report(args: argparse.Namespace) -> int:
     except (ResultsError, ReportError) as exc:
         return _error(str(exc))
     print(
-        f"wrote {written[0]}, {written[1].name}, {written[2].name} "
-        f"and {len(written) - 3} plot(s) in {out}"
+        f"wrote {written[0]}, {written[1].name}, {written[2].name}, {written[3].name} "
+        f"and {len(written) - 4} plot(s) in {out}"
     )
     return 0
 

@@ -96,7 +96,7 @@ def test_pytest_benchmark_json_without_raw_data_keeps_its_statistics(
 
 def test_report_and_compare_accept_pytest_benchmark_files(pytest_benchmark_json, tmp_path, capsys):
     assert main(["report", str(pytest_benchmark_json), "-o", str(tmp_path / "r")]) == 0
-    md = (tmp_path / "r" / "report.md").read_text()
+    md = (tmp_path / "r" / "report-details.md").read_text()
     assert "## Suite `pytest-benchmark`" in md and "test_sum" in md
     assert main(["compare", str(pytest_benchmark_json), str(pytest_benchmark_json)]) == 0
     assert "4 unchanged" in capsys.readouterr().out
