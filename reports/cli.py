@@ -39,8 +39,9 @@ def register_report(subparsers: argparse._SubParsersAction) -> None:
     """Add `report`; it sets `func(args) -> exit code`."""
     p = subparsers.add_parser(
         "report",
-        help="build report.md, report.html and results.csv from result files",
-        description="Build report.md, a self-contained report.html, results.csv and PNG plots "
+        help="build report.html, report.md and results.csv from result files",
+        description="Build a self-contained report.html, report.md (its summary, the tables "
+        "in report-details.md), results.csv and PNG plots "
         "from hal results (.jsonl), pytest-benchmark (.json) and conformance (.json, from "
         "`hal conformance --out`) files, of one run or of many machines, devices and runs.",
     )
