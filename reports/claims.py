@@ -188,7 +188,7 @@ def _unpaired(claim: Claim, ms: list[Measurement], completed: bool) -> str:
     ok = [m for m in ms if m.status == "ok"]
     if not ok:
         return f"not measurable here{unfinished}: {_reasons(ms)}"
-    parts = []
+    parts, unmeasured = [], []
     for role in ("baseline", "candidate"):
         if any(m.params.get("role") == role for m in ok):
             continue
@@ -196,7 +196,10 @@ def _unpaired(claim: Claim, ms: list[Measurement], completed: bool) -> str:
         if side:
             parts.append(f"no {role}: {_reasons(side)}")
         else:
-            parts.append(f"no {role} measured" + (" before the run ended" if unfinished else ""))
+            unmeasured.append(role)
+    if unmeasured:
+        parts.append(f"no {' or '.join(unmeasured)} measured"
+                     + (" before the run ended" if unfinished else ""))
     if not parts:
         parts.append("no baseline on the device of a candidate")
     measured = ", ".join(dict.fromkeys(f"{label(m)} ({m.params.get('role')})" for m in ok))
@@ -213,8 +216,10 @@ def claim_row(claim: Claim, ms: list[Measurement], completed: bool = True) -> di
         "our workload": claim.workload,
     }
     if not ms:
-        missing = "not reached: the run ended before it" if not completed else "not run"
-        return {**row, "measured": f"{missing}: `hal bench --suite seed`"}
+        if not completed:
+            return {**row, "measured": "not reached: the run ended before it (`hal bench "
+                                       "--resume RUN` finishes it)"}
+        return {**row, "measured": "not run: `hal bench --suite seed`"}
     if claim.metric == "lines":
         return {
             **row,

@@ -16,6 +16,9 @@ from reports.section import Block, Section
 # A table cell longer than this is cut where it is shown: in HTML it unfolds to the whole
 # text, in markdown the whole text is a numbered note below the table.
 CELL_CHARS = 160
+# A cell longer than this may break anywhere, so that no table is wider than the page; a
+# shorter one (a figure, a name) stays on one line.
+WORD_CHARS = 24
 # Prose in the markdown files is wrapped at this width (markdown joins the lines again).
 TEXT_WIDTH = 100
 DETAILS_FILE = "report-details.md"
@@ -26,7 +29,8 @@ body { font-family: system-ui, sans-serif; margin: 1em auto; max-width: 82em; pa
 h1, h2, h3 { font-weight: 600; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; }
 table { border-collapse: collapse; font-size: .85em; margin: .6em 0; }
 th, td { border: 1px solid #ddd; padding: .2em .5em; text-align: left; vertical-align: top;
-         overflow-wrap: anywhere; }
+         overflow-wrap: break-word; }
+td { white-space: nowrap; } td.text { white-space: normal; overflow-wrap: anywhere; }
 th { background: #f3f3f3; } tr:nth-child(even) td { background: #fafafa; }
 img { max-width: 100%; height: auto; } code { background: #f3f3f3; padding: 0 .2em; }
 p { overflow-wrap: anywhere; } .meta { color: #555; }
@@ -145,11 +149,17 @@ def _html_cell(value: object) -> str:
             f"{html.escape(text)}</details>")
 
 
+def _html_td(value: object) -> str:
+    """A table cell, marked as text that may break anywhere where it is long."""
+    cell = _html_cell(value)
+    return f'<td class="text">{cell}</td>' if len(cell) > WORD_CHARS else f"<td>{cell}</td>"
+
+
 def _html_table(frame: pd.DataFrame) -> str:
     """A table with a header row; the cells as `_html_cell` writes them."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     rows = "\n".join(
-        "<tr>" + "".join(f"<td>{_html_cell(v)}</td>" for v in row) + "</tr>"
+        "<tr>" + "".join(_html_td(v) for v in row) + "</tr>"
         for row in frame.itertuples(index=False, name=None)
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>\n{rows}\n</tbody></table>"
