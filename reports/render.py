@@ -26,7 +26,9 @@ DETAILS_FILE = "report-details.md"
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 1em auto; max-width: 82em; padding: 0 1em;
        color: #222; }
-h1, h2, h3 { font-weight: 600; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; }
+h1, h2, h3 { font-weight: 600; } h1 { font-size: 1.6em; margin: .3em 0; }
+h2 { font-size: 1.3em; margin: .8em 0 .3em; border-bottom: 1px solid #ccc; padding-bottom: .1em; }
+p { margin: .4em 0; }
 table { border-collapse: collapse; font-size: .85em; margin: .6em 0; }
 th, td { border: 1px solid #ddd; padding: .2em .5em; text-align: left; vertical-align: top;
          overflow-wrap: break-word; }

@@ -12,7 +12,7 @@ from benchmarks.stats import geometric_mean
 from reports import claims, tables
 from reports.conformance import CATEGORIES, ConformanceRun, category
 from reports.frame import Inputs
-from reports.render import short
+from reports.render import CELL_CHARS, short
 from reports.section import Block, Section
 
 
@@ -58,8 +58,10 @@ def correctness(inputs: Inputs) -> list[Block]:
                 "jit cells": f"{sum(g['status'] == 'pass' for g in r.graphs)}/{len(r.graphs)}"
                 if r.graphs else "",
             })
-        blocks += ["`hal conformance`: every op x dtype against the numpy reference.",
-                   pd.DataFrame(rows)]
+        table = pd.DataFrame(rows)
+        if not (table["jit cells"] != "").any():
+            table = table.drop(columns="jit cells")
+        blocks += ["`hal conformance`: every op x dtype against the numpy reference.", table]
     else:
         blocks.append("No conformance results in these files: `hal conformance --out FILE`, "
                       "then `hal report` or `hal bench --conformance FILE` with it.")
@@ -161,11 +163,11 @@ def reason_groups(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (status, _kind), group in bad.groupby(["status", "kind"], sort=False):
         distinct = group["reason"].nunique()
+        more = (f" (and {distinct - 1} other reason{'s' * (distinct > 2)} of this kind)"
+                if distinct > 1 else "")
         rows.append({
             "status": status,
-            "reason": short(group["reason"].iloc[0])
-            + (f" (and {distinct - 1} other reason{'s' * (distinct > 2)} of this kind)"
-               if distinct > 1 else ""),
+            "reason": short(group["reason"].iloc[0], CELL_CHARS - len(more)) + more,
             "count": len(group),
             "backends": ", ".join(sorted(set(group["series"]))),
         })
