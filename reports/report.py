@@ -114,13 +114,18 @@ def claims_part(inputs: Inputs, baseline: str | None) -> list[Section]:
     table = claims.claims_table(inputs.results)
     if table.empty:
         return []
+    run = ["run"] if "run" in table else []
+    figures = [*run, "claim", "published", "published ratio", "baseline", "candidate",
+               "measured", "ratio"]
+    workloads = [*run, "claim", "our workload", "check", "notes"]
     return [Section("Claims vs measured", [
         "The published claims (`benchmarks/claims.py`) beside this run's `seed` suite: the "
         "best measured candidate against its baseline (a peer named with its version, or hal "
         "on the same backend), both figures, our ratio beside the published one (>1: the "
-        "candidate is better), the output checks, and the whole reason wherever a side could "
-        "not be measured here. Published figures come from other hardware: compare ratios, "
-        "not absolute figures.", table])]
+        "candidate is better). Published figures come from other hardware: compare ratios, "
+        "not absolute figures.", table[figures],
+        "What we measure for each claim, the output checks, and the whole reason wherever a "
+        "side could not be measured here:", table[workloads]])]
 
 
 def conformance_part(inputs: Inputs, baseline: str | None) -> list[Section]:
