@@ -10,7 +10,7 @@ import pandas as pd
 
 from benchmarks.stats import geometric_mean
 from reports import claims, tables
-from reports.conformance import CATEGORIES, ConformanceRun, category
+from reports.conformance import CATEGORIES, ConformanceRun
 from reports.frame import Inputs
 from reports.render import CELL_CHARS, short
 from reports.section import Block, Section
@@ -23,9 +23,8 @@ def reason_kind(reason: str) -> str:
     return match.group(1) if match else reason
 
 
-def _verdict(run: ConformanceRun, counts: pd.Series) -> str:
-    """`certified`, or what keeps the device from it: failed cells and failed layers."""
-    failed = int(counts.get("fail", 0))
+def _verdict(run: ConformanceRun, failed: int) -> str:
+    """`certified`, or what keeps the device from it: failed cells, jit cells and layers."""
     layers = [layer["name"] for layer in run.layers if not layer["ok"]]
     graphs = sum(g["status"] == "fail" for g in run.graphs)
     problems = [f"{failed} cell{'s' * (failed != 1)} failed"] if failed else []
@@ -42,26 +41,15 @@ def correctness(inputs: Inputs) -> list[Block]:
     blocks: list[Block] = []
     runs = inputs.conformance
     if runs:
-        hosts = {r.host.split(".")[0] for r in runs}
-        rows = []
-        for r in runs:
-            counts = pd.Series(
-                [category(c["status"], c.get("ran", "")) for c in r.cells], dtype=object
-            ).value_counts()
-            rows.append({
-                **({"host": r.host.split(".")[0]} if len(hosts) > 1 else {}),
-                "backend": r.backend,
-                "device": r.device,
-                "verdict": _verdict(r, counts),
-                "cells": len(r.cells),
-                **{c: int(counts.get(c, 0)) for c in CATEGORIES},
-                "jit cells": f"{sum(g['status'] == 'pass' for g in r.graphs)}/{len(r.graphs)}"
-                if r.graphs else "",
-            })
-        table = pd.DataFrame(rows)
-        if not (table["jit cells"] != "").any():
-            table = table.drop(columns="jit cells")
-        blocks += ["`hal conformance`: every op x dtype against the numpy reference.", table]
+        table = tables.conformance_summary(runs)
+        table["verdict"] = [_verdict(r, fail) for r, fail in zip(runs, table["fail"], strict=True)]
+        table["jit cells"] = [f"{sum(g['status'] == 'pass' for g in r.graphs)}/{len(r.graphs)}"
+                              if r.graphs else "" for r in runs]
+        host = ["host"] if table["host"].nunique() > 1 else []
+        jit = ["jit cells"] if any(r.graphs for r in runs) else []
+        columns = [*host, "backend", "device", "verdict", "cells", *CATEGORIES, *jit]
+        blocks += ["`hal conformance`: every op x dtype against the numpy reference.",
+                   table[columns]]
     else:
         blocks.append("No conformance results in these files: `hal conformance --out FILE`, "
                       "then `hal report` or `hal bench --conformance FILE` with it.")

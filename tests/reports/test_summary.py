@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from benchmarks.schema.records import Check
 from reports.report import build_report
 from tests.reports.conftest import synthetic_measurement, write_results
 
@@ -20,8 +21,9 @@ BACKENDS = ("cpu", "opencl", "tvm")
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     """The report of 50 workloads on three backends (opencl 2x faster than cpu, tvm 4x
-    slower), one reason naming its device on opencl and tvm, a failure, and a conformance
-    file where opencl fails a cell and falls back on one: its directory and files."""
+    slower; one wrong output), one reason naming its device on opencl and tvm, a failure,
+    and a conformance file where opencl fails a cell and falls back on one: its directory
+    and files."""
     tmp = tmp_path_factory.mktemp("summary")
     ms = []
     for i in range(50):
@@ -34,6 +36,7 @@ def report(tmp_path_factory):
         ms.append(dataclasses.replace(m, error=f"UnsupportedDType: no complex64 on {backend}:0; "
                                                + "the device declares none " * 8))
     ms.append(synthetic_measurement("broken", "tvm", 0.0, 8, status="failed"))
+    ms[1] = dataclasses.replace(ms[1], check=Check(False, 0.5, 1e-5))  # opencl w00: wrong
     results = write_results(tmp / "big.jsonl", ms)
     cells = [{"op": "add", "dtype": "float32", "status": "pass", "ran": "kernel"},
              {"op": "exp", "dtype": "float32", "status": "fallback", "ran": "fallback"},
@@ -63,7 +66,7 @@ def test_the_summary_answers_the_three_questions(report):
     correct = _section(md, "Is it correct?")
     assert _row(correct, "cpu")[:3] == ["cpu", "cpu:0", "certified"]
     assert _row(correct, "opencl")[:4] == ["opencl", "opencl:0", "1 cell failed", "3"]
-    assert "Benchmark output checks: all 150 passed." in correct
+    assert "Benchmark output checks: 1 of 150 FAILED: opencl w00." in correct
     fast = _section(md, "How fast, against the alternatives?")
     opencl, tvm = _row(fast, "opencl"), _row(fast, "tvm")
     assert opencl[1] == "50" and re.fullmatch(r"(1\.9\d|2\.0\d)x", opencl[2])
