@@ -166,7 +166,11 @@ def missing(inputs: Inputs) -> list[Block]:
     """Measurements by status per backend, the reasons of those not `ok` grouped, and the
     ops that fall back to the CPU in conformance."""
     frame = inputs.frame
-    blocks: list[Block] = []
+    blocks: list[Block] = [
+        f"Run `{r.run.id}` did not finish: what it did not reach is missing below "
+        f"(`hal bench --resume {r.run.id}` finishes it)."
+        for r in inputs.results if not r.completed
+    ]
     if not frame.empty:
         blocks.append(status_counts(frame))
         groups = reason_groups(frame)

@@ -152,13 +152,16 @@ def test_the_report_has_the_section_only_with_seed_results(seed_measurement, res
     assert "Claims vs measured" not in plain
 
 
-def test_a_partial_run_says_what_is_missing(seed_measurement, results_file):
+def test_a_partial_run_says_what_is_missing(seed_measurement, results_file, tmp_path):
     ms = [seed_measurement("fft2", "cpu", 0.010, "complex_fft", "candidate")]
     partial = claims_table([load_results(results_file("p.jsonl", ms, completed=False))])
     assert _row(partial, "complex_fft")["measured"] == (
         "incomplete: no baseline measured before the run ended; measured: hal on cpu:0 "
         "(candidate)")
     assert _row(partial, "bert_int8")["measured"].startswith("not reached: the run ended")
+    out = tmp_path / "o"
+    build_report([results_file("p.jsonl", ms, completed=False)], out)
+    assert "Run `run` did not finish" in (out / "report.md").read_text()
     complete = claims_table([load_results(results_file("c.jsonl", ms))])
     assert _row(complete, "complex_fft")["measured"] == (
         "incomplete: no baseline measured; measured: hal on cpu:0 (candidate)")
