@@ -140,7 +140,7 @@ def status_counts(frame: pd.DataFrame) -> pd.DataFrame:
 
 def reason_groups(frame: pd.DataFrame) -> pd.DataFrame:
     """Measurements not `ok` grouped by status and the kind of their reason: how many, on
-    which backends, and one reason of the group (devices named `<device>`)."""
+    which backends, and the group's most frequent reason (devices named `<device>`)."""
     bad = frame[frame["status"] != "ok"]
     if bad.empty:
         return pd.DataFrame()
@@ -155,7 +155,7 @@ def reason_groups(frame: pd.DataFrame) -> pd.DataFrame:
                 if distinct > 1 else "")
         rows.append({
             "status": status,
-            "reason": short(group["reason"].iloc[0], CELL_CHARS - len(more)) + more,
+            "reason": short(group["reason"].mode().iloc[0], CELL_CHARS - len(more)) + more,
             "count": len(group),
             "backends": ", ".join(sorted(set(group["series"]))),
         })
