@@ -21,5 +21,12 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     .venv/bin/python -m pip install --quiet --no-deps -e examples/numba-backend
     echo "$want" > "$stamp"
 fi
+# Headless Chromium for the report's browser test (Debian's packages; as root only, where
+# missing: elsewhere that test skips, saying why).
+if [ "$(id -u)" = 0 ] && ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } \
+        && command -v apt-get >/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        chromium chromium-driver; } >/dev/null 2>&1 || echo "setup: chromium not installed" >&2
+fi
 export PATH="$PWD/.venv/bin:$PATH"
 export HAL_CACHE_DIR=${HAL_CACHE_DIR:-$PWD/.cache/hal}

@@ -13,6 +13,7 @@ import pandas as pd
 
 from benchmarks.claims import CLAIMS, Claim
 from benchmarks.schema.records import Measurement, Results
+from reports.tables import without_device
 
 LOWER_IS_BETTER = {"time", "time per item", "footprint"}
 
@@ -120,7 +121,7 @@ def _notes(claim: Claim, ms: list[Measurement], pair: tuple | None) -> list[str]
         notes.append(
             f"scaling efficiency of {label(c)}: {100 * eff:.0f}% of {ranks} x {label(single[0])}"
         )
-    missing: dict[tuple, list[str]] = {}
+    missing: dict[tuple[str, str], list[Measurement]] = {}
     for m in ms:
         if m.status == "ok" and claim.metric == "footprint":
             notes.append(
@@ -129,12 +130,26 @@ def _notes(claim: Claim, ms: list[Measurement], pair: tuple | None) -> list[str]
             )
         # peers are measured under the cpu backend only; elsewhere they skip by design
         if m.status != "ok" and not ("peer" in m.params and m.backend != "cpu"):
-            missing.setdefault((m.workload, m.status, m.error), []).append(m.device)
-    notes += [
-        f"{workload} on {', '.join(dict.fromkeys(devices))} {status}: {error}"
-        for (workload, status, error), devices in missing.items()
-    ]
+            key = (m.status, without_device(m.error or "", m.device))
+            missing.setdefault(key, []).append(m)
+    notes += [_missing_note(status, reason, group) for (status, reason), group in missing.items()]
     return notes
+
+
+def _missing_note(status: str, reason: str, ms: list[Measurement]) -> str:
+    """One line for the measurements not made for one reason (a device's name in it counts
+    as any device's): each set of workloads with the devices it was skipped on."""
+    devices: dict[str, list[str]] = {}
+    for m in ms:
+        devices.setdefault(m.workload, [])
+        if m.device not in devices[m.workload]:
+            devices[m.workload].append(m.device)
+    workloads: dict[tuple[str, ...], list[str]] = {}
+    for workload, on in devices.items():
+        workloads.setdefault(tuple(on), []).append(workload)
+    where = "; ".join(f"{', '.join(w)} on {', '.join(on)}" for on, w in workloads.items())
+    errors = {m.error or "" for m in ms}
+    return f"{where} {status}: {errors.pop() if len(errors) == 1 else reason}"
 
 
 def _lines_row(ms: list[Measurement]) -> dict[str, str]:
@@ -160,8 +175,40 @@ def _lines_row(ms: list[Measurement]) -> dict[str, str]:
             "ratio": f"{manual / ours:.2f}x"}
 
 
-def claim_row(claim: Claim, ms: list[Measurement]) -> dict[str, str]:
-    """One claim's row (see the module docstring)."""
+def _reasons(ms: list[Measurement]) -> str:
+    """The reasons of measurements not `ok`, each once (a device's name counts as any's)."""
+    return "; ".join(dict.fromkeys(without_device(m.error or m.status, m.device) for m in ms))
+
+
+def _unpaired(claim: Claim, ms: list[Measurement], completed: bool) -> str:
+    """Why a claim has no baseline and candidate to compare: the reasons where nothing was
+    measured, else the side that is missing (its reasons, or that the run ended first) and
+    what was measured."""
+    unfinished = "" if completed else " (the run did not finish)"
+    ok = [m for m in ms if m.status == "ok"]
+    if not ok:
+        return f"not measurable here{unfinished}: {_reasons(ms)}"
+    parts, unmeasured = [], []
+    for role in ("baseline", "candidate"):
+        if any(m.params.get("role") == role for m in ok):
+            continue
+        side = [m for m in ms if m.params.get("role") == role]
+        if side:
+            parts.append(f"no {role}: {_reasons(side)}")
+        else:
+            unmeasured.append(role)
+    if unmeasured:
+        parts.append(f"no {' or '.join(unmeasured)} measured"
+                     + (" before the run ended" if unfinished else ""))
+    if not parts:
+        parts.append("no baseline on the device of a candidate")
+    measured = ", ".join(dict.fromkeys(f"{label(m)} ({m.params.get('role')})" for m in ok))
+    return f"incomplete: {'; '.join(parts)}; measured: {measured}"
+
+
+def claim_row(claim: Claim, ms: list[Measurement], completed: bool = True) -> dict[str, str]:
+    """One claim's row (see the module docstring); `completed` says whether the run
+    finished (a side it did not reach is said to be missing, not unmeasurable)."""
     row = {
         "claim": claim.text,
         "published": claim.published,
@@ -169,6 +216,9 @@ def claim_row(claim: Claim, ms: list[Measurement]) -> dict[str, str]:
         "our workload": claim.workload,
     }
     if not ms:
+        if not completed:
+            return {**row, "measured": "not reached: the run ended before it (`hal bench "
+                                       "--resume RUN` finishes it)"}
         return {**row, "measured": "not run: `hal bench --suite seed`"}
     if claim.metric == "lines":
         return {
@@ -179,8 +229,7 @@ def claim_row(claim: Claim, ms: list[Measurement]) -> dict[str, str]:
         }
     pair = _pair(claim, ms, ("baseline", "candidate"))
     if pair is None:
-        reasons = sorted({m.error or m.status for m in ms})
-        return {**row, "measured": "not measurable here: " + "; ".join(reasons)}
+        return {**row, "measured": _unpaired(claim, ms, completed)}
     base, candidate = pair
     b, c = value(claim, base), value(claim, candidate)
     return {
@@ -213,12 +262,12 @@ def claims_table(results: list[Results]) -> pd.DataFrame:
     empty when no result carries seed measurements."""
     rows = []
     for r in results:
-        seeds = [m for m in r.measurements if "claim" in m.params]
+        seeds = [m for m in r.measurements if m.suite == "seed" and "claim" in m.params]
         rows += [
             {
                 "run": r.run.id,
                 **dict.fromkeys(COLUMNS, ""),
-                **claim_row(c, [m for m in seeds if m.params["claim"] == c.id]),
+                **claim_row(c, [m for m in seeds if m.params["claim"] == c.id], r.completed),
             }
             for c in CLAIMS
             if seeds

@@ -58,8 +58,9 @@ def register_report(subparsers: argparse._SubParsersAction) -> None:
     """Add `report`; it sets `func(args) -> exit code`."""
     p = subparsers.add_parser(
         "report",
-        help="build report.md, report.html and results.csv from result files",
-        description="Build report.md, a self-contained report.html, results.csv and PNG plots "
+        help="build report.html, report.md and results.csv from result files",
+        description="Build a self-contained report.html, report.md (its summary, the tables "
+        "in report-details.md), results.csv and PNG plots "
         "from hal results (.jsonl), pytest-benchmark (.json) and conformance (.json, from "
         "`hal conformance --out`) files, of one run or of many machines, devices and runs.",
     )
@@ -198,8 +199,8 @@ def run_report(args: argparse.Namespace) -> int:
     except (ResultsError, ReportError) as exc:
         return _error(str(exc))
     print(
-        f"wrote {written[0]}, {written[1].name}, {written[2].name} "
-        f"and {len(written) - 3} plot(s) in {out}"
+        f"wrote {written[0]}, {written[1].name}, {written[2].name}, {written[3].name} "
+        f"and {len(written) - 4} plot(s) in {out}"
     )
     return 0
 

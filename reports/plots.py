@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from benchmarks.schema.records import DeviceRecord
 
+# Rows in one plot at most; the report's caption says which rows a cut plot shows.
 MAX_ROWS = 40
 
 
@@ -55,37 +56,44 @@ def _short(text: str) -> str:
 
 
 def _labels(data: pd.DataFrame) -> pd.Series:
-    """One unique label per row: suite/workload params dtype (series), at most LABEL_CHARS
-    long (numbered where cutting made two alike)."""
+    """One unique label per row: suite/workload params dtype, at most LABEL_CHARS long
+    (numbered where cutting made two alike)."""
     labels = (
-        data["suite"]
-        + "/"
-        + data["workload"]
-        + " "
-        + data["params"]
-        + " "
-        + data["dtype"]
-        + " ("
-        + data["series"]
-        + ")"
+        data["suite"] + "/" + data["workload"] + " " + data["params"] + " " + data["dtype"]
     ).map(_short)
     alike = labels.duplicated(keep=False)
     number = labels.groupby(labels).cumcount().add(1).astype(str)
     return labels.where(~alike, labels + " #" + number)
 
 
+def extremes(data: pd.DataFrame, column: str, n: int = MAX_ROWS) -> pd.DataFrame:
+    """`data` sorted by `column`: every row when they are `n` or fewer, else the `n // 2`
+    lowest and the rest of `n` highest (a plot stays readable; its caption says so)."""
+    ordered = data.sort_values(column, kind="stable")
+    if len(ordered) <= n:
+        return ordered
+    return pd.concat([ordered.head(n // 2), ordered.tail(n - n // 2)])
+
+
+def _height(rows: int) -> float:
+    """Inches of a horizontal plot with `rows` labelled rows."""
+    return 1.5 + 0.28 * rows
+
+
 @_as_written
-def speedup_bars(long: pd.DataFrame, baseline: str) -> bytes:
-    """Horizontal bars of speedup vs `baseline` per workload and series, log scale, CI whiskers."""
-    data = long.head(MAX_ROWS).iloc[::-1]
+def speedup_bars(long: pd.DataFrame, baseline: str, series: str) -> bytes:
+    """Horizontal bars of `series`' speedup vs `baseline` per workload (every row given, the
+    first at the top), log scale, CI whiskers."""
+    data = long.iloc[::-1]
     labels = _labels(data)
-    fig, ax = _figure(9, 1.5 + 0.28 * len(data))
+    fig, ax = _figure(9, _height(len(data)))
     lower = (data["speedup"] - data["ci_low"]).clip(lower=0).fillna(0)
     upper = (data["ci_high"] - data["speedup"]).clip(lower=0).fillna(0)
     colors = np.where(data["speedup"] >= 1, "tab:green", "tab:red")
     ax.barh(labels, data["speedup"] - 1.0, left=1.0, xerr=[lower, upper], color=colors)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
+    ax.set_title(f"{series} vs {baseline}")
     ax.set_xlabel(f"speedup vs {baseline} (median ratio, 99% bootstrap CI)")
     return _png(fig)
 
@@ -127,14 +135,16 @@ def roofline(device: DeviceRecord, points: pd.DataFrame) -> bytes:
 
 
 @_as_written
-def distributions(frame: pd.DataFrame) -> bytes:
-    """Box plots of each measurement's samples relative to its median (spread at a glance)."""
-    data = frame[frame["samples"].map(len) > 0].head(MAX_ROWS).iloc[::-1]
+def distributions(frame: pd.DataFrame, series: str) -> bytes:
+    """Box plots of `series`' samples relative to each measurement's median (every row
+    given, the first at the top): spread at a glance."""
+    data = frame.iloc[::-1]
     labels = _labels(data)
     relative = [np.asarray(s) / m for s, m in zip(data["samples"], data["median"], strict=True)]
-    fig, ax = _figure(9, 1.5 + 0.28 * len(data))
+    fig, ax = _figure(9, _height(len(data)))
     ax.boxplot(relative, orientation="horizontal", tick_labels=list(labels), showfliers=True)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
+    ax.set_title(series)
     ax.set_xlabel("sample / median (log scale)")
     return _png(fig)

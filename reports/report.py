@@ -1,9 +1,9 @@
-"""Build report.md, a self-contained report.html and results.csv from result files."""
+"""Build report.md (a summary), its details, a self-contained report.html and results.csv
+from result files."""
 
 from __future__ import annotations
 
-import base64
-import html
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -11,20 +11,11 @@ from pathlib import Path
 import pandas as pd
 
 from benchmarks.schema.records import Results, RunRecord
-from reports import claims, plots, tables
+from reports import claims, plots, render, summary, tables
 from reports.figures import autograd, int8, jit, parallel, science
 from reports.frame import Inputs, load_inputs
 from reports.history import history_sections
 from reports.section import Section
-
-CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 78em; color: #222; }
-h1, h2, h3 { font-weight: 600; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; }
-table { border-collapse: collapse; font-size: .85em; margin: .8em 0; }
-th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: left; vertical-align: top; }
-th { background: #f3f3f3; } tr:nth-child(even) td { background: #fafafa; }
-img { max-width: 100%; } code { background: #f3f3f3; padding: 0 .2em; }
-"""
 
 
 class ReportError(Exception):
@@ -87,6 +78,9 @@ def _devices_table(results: list[Results]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# A table of this many rows or fewer with many columns is shown turned (a column per row).
+WIDE_ROWS = 2
+
 # Each part of the report: (inputs, baseline series or None) -> its sections, maybe none.
 Part = Callable[[Inputs, str | None], list[Section]]
 
@@ -95,7 +89,10 @@ def runs_part(inputs: Inputs, baseline: str | None) -> list[Section]:
     """The results files: run, host, devices, software and load."""
     if not inputs.results:
         return [Section("Runs", ["No benchmark runs in these files."])]
-    return [Section("Runs", [_runs_table(inputs.results)])]
+    table = _runs_table(inputs.results)
+    if len(table) <= WIDE_ROWS:  # a few runs read better as a column each
+        table = table.set_index("run").T.rename_axis(None, axis=1).reset_index(names="")
+    return [Section("Runs", [table])]
 
 
 def devices_part(inputs: Inputs, baseline: str | None) -> list[Section]:
@@ -118,13 +115,18 @@ def claims_part(inputs: Inputs, baseline: str | None) -> list[Section]:
     table = claims.claims_table(inputs.results)
     if table.empty:
         return []
+    run = ["run"] if "run" in table else []
+    figures = [*run, "claim", "published", "published ratio", "baseline", "candidate",
+               "measured", "ratio"]
+    workloads = [*run, "claim", "our workload", "check", "notes"]
     return [Section("Claims vs measured", [
         "The published claims (`benchmarks/claims.py`) beside this run's `seed` suite: the "
         "best measured candidate against its baseline (a peer named with its version, or hal "
         "on the same backend), both figures, our ratio beside the published one (>1: the "
-        "candidate is better), the output checks, and the whole reason wherever a side could "
-        "not be measured here. Published figures come from other hardware: compare ratios, "
-        "not absolute figures.", table])]
+        "candidate is better). Published figures come from other hardware: compare ratios, "
+        "not absolute figures.", table[figures],
+        "What we measure for each claim, the output checks, and the whole reason wherever a "
+        "side could not be measured here:", table[workloads]])]
 
 
 def conformance_part(inputs: Inputs, baseline: str | None) -> list[Section]:
@@ -206,10 +208,18 @@ def speedup_part(inputs: Inputs, baseline: str | None) -> list[Section]:
     if long.empty:
         speed.blocks.append(f"No workload measured `ok` on both `{baseline}` and another backend.")
         return [speed]
-    speed.blocks += [
-        tables.speedup_matrix(long).reset_index(names="workload"),
-        ("speedup.png", plots.speedup_bars(long, baseline)),
-    ]
+    speed.blocks.append(tables.speedup_matrix(long).reset_index(names="workload"))
+    taken: set[str] = set()
+    for series, group in long.groupby("series", sort=True):
+        shown = plots.extremes(group, "speedup")
+        name = _plot_file(f"speedup-{series}", taken)
+        speed.blocks.append((name, plots.speedup_bars(shown, baseline, series)))
+        if len(shown) < len(group):
+            speed.blocks.append(
+                f"`{series}`: {len(shown)} of its {len(group)} speedups plotted, the "
+                f"{len(shown) // 2} lowest and the {len(shown) - len(shown) // 2} highest; "
+                "the table above has every one."
+            )
     if long["fallback"].any():
         speed.blocks.append(FALLBACK_NOTE)
     return [speed]
@@ -294,19 +304,29 @@ def _plot_file(label: str, taken: set[str]) -> str:
 
 
 def distributions_part(inputs: Inputs, baseline: str | None) -> list[Section]:
-    """Each measurement's samples relative to its median."""
+    """Each measurement's samples relative to its median, a plot per series."""
     frame = inputs.frame
-    if frame.empty or not frame["samples"].map(len).gt(0).any():
+    sampled = frame[frame["samples"].map(len) > 0] if not frame.empty else frame
+    if sampled.empty:
         return []
-    return [
-        Section(
-            "Sample distributions",
-            [
-                "Each measurement's samples divided by its median (at most 40 shown).",
-                ("distributions.png", plots.distributions(frame)),
-            ],
+    section = Section(
+        "Sample distributions", ["Each measurement's samples divided by its median."]
+    )
+    taken: set[str] = set()
+    for series, group in sampled.groupby("series", sort=True):
+        # the widest spreads first: a cut plot keeps the measurements worth a look
+        shown = group.assign(spread=group["cv"].astype(float).fillna(0)).sort_values(
+            "spread", ascending=False, kind="stable"
         )
-    ]
+        shown = shown.head(plots.MAX_ROWS)
+        name = _plot_file(f"distributions-{series}", taken)
+        section.blocks.append((name, plots.distributions(shown, series)))
+        if len(shown) < len(group):
+            section.blocks.append(
+                f"`{series}`: the {len(shown)} of its {len(group)} measurements with the "
+                "widest spread (highest CV) plotted; the suite tables give every CV."
+            )
+    return [section]
 
 
 PARTS: list[Part] = [
@@ -335,64 +355,48 @@ def build_sections(inputs: Inputs, baseline: str | None) -> list[Section]:
         inputs.results)
 
 
-def render_markdown(sections: list[Section]) -> str:
-    """Markdown with pipe tables (a `|` or line break in a cell escaped); images are
-    referenced as files beside report.md."""
-    out = ["# hal benchmark report", ""]
-    for s in sections:
-        out += [f"## {s.title}", ""]
-        for b in s.blocks:
-            if isinstance(b, pd.DataFrame):
-                cells = b.map(lambda v: _markdown_cell(v) if isinstance(v, str) else v)
-                out += [cells.to_markdown(index=False), ""]
-            elif isinstance(b, tuple):
-                out += [f"![{b[0]}]({b[0]})", ""]
-            else:
-                out += [b, ""]
-    return "\n".join(out)
+def _header(inputs: Inputs) -> list[str]:
+    """Lines under the report's title: each run (at most MAX_HEADER_RUNS), a partial run
+    said to be one, and the conformance files."""
+    lines = []
+    for r in inputs.results[:MAX_HEADER_RUNS]:
+        run, host, git = r.run, r.run.host, r.run.git or {}
+        where = host.get("hostname") or "an unnamed host"
+        machine = ", ".join(str(x) for x in (host.get("cpu"), host.get("cores") and
+                                             f"{host['cores']} cores") if x)
+        end = run.end or "did not finish: the figures are partial"
+        commit = str(git.get("commit") or "")[:10]
+        load = f", load {run.loadavg[0]:.2f} at start" if run.loadavg else ""
+        lines.append(f"Run `{run.id}` on {where}{f' ({machine})' if machine else ''}: "
+                     f"{run.start} – {end}{f', git {commit}' if commit else ''}{load}.")
+    if len(inputs.results) > MAX_HEADER_RUNS:
+        lines.append(f"And {len(inputs.results) - MAX_HEADER_RUNS} more runs (see Runs).")
+    files = sorted({c.path.name for c in inputs.conformance})
+    if files:
+        lines.append(f"Conformance: {', '.join(files)}.")
+    return lines
 
 
-def _markdown_cell(text: str) -> str:
-    """Text that stays inside one pipe-table cell."""
-    return text.replace("|", "\\|").replace("\n", "<br>")
-
-
-def _inline_code(text: str) -> str:
-    """Escape text for HTML and render `code` spans."""
-    parts = html.escape(text).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
-
-
-def render_html(sections: list[Section]) -> str:
-    """One self-contained HTML page: inline CSS, plots embedded as base64 PNG."""
-    body = ["<h1>hal benchmark report</h1>"]
-    for s in sections:
-        body.append(f"<h2>{_inline_code(s.title)}</h2>")
-        for b in s.blocks:
-            if isinstance(b, pd.DataFrame):
-                body.append(b.to_html(index=False, border=0, na_rep=""))
-            elif isinstance(b, tuple):
-                data = base64.b64encode(b[1]).decode("ascii")
-                body.append(f'<img alt="{html.escape(b[0])}" src="data:image/png;base64,{data}">')
-            else:
-                body.append(f"<p>{_inline_code(b)}</p>")
-    return (
-        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>hal benchmark report'
-        f"</title><style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
-    )
+MAX_HEADER_RUNS = 5
 
 
 def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """The measurements as flat CSV columns (samples and placement maps left out)."""
+    """The measurements as flat CSV columns (samples and placement maps left out); files
+    are named relative to the directory that holds them all (by name alone when one does)."""
     if frame.empty:
         return frame
     flat = frame.drop(columns=["samples", "ops", "params_json"])
-    return flat.assign(fallback_ops=frame["fallback_ops"].map(";".join))
+    files = [Path(f) for f in frame["file"].unique()]
+    common = Path(os.path.commonpath([f.parent for f in files]))
+    names = {str(f): f.relative_to(common).as_posix() for f in files}
+    return flat.assign(file=frame["file"].map(names),
+                       fallback_ops=frame["fallback_ops"].map(";".join))
 
 
 def build_report(paths: list[Path], out_dir: Path, baseline: str | None = None) -> list[Path]:
-    """Read result and conformance files and write report.md, report.html, results.csv and
-    PNG plots.
+    """Read result and conformance files and write report.md (the summary), report.html,
+    results.csv, the details beside report.md (`reports.render.DETAILS_FILE`) and PNG plots,
+    in this order.
 
     Raises `benchmarks.schema.records.ResultsError` for an unreadable results or conformance file
     and `ReportError` when `out_dir` cannot be written. Returns the files written.
@@ -402,15 +406,24 @@ def build_report(paths: list[Path], out_dir: Path, baseline: str | None = None) 
     if baseline is not None and not frame.empty and baseline not in set(frame["series"]):
         valid = ", ".join(sorted(frame["series"].unique()))
         raise ReportError(f"baseline {baseline!r} is not in these results; choose one of {valid}")
-    sections = build_sections(inputs, baseline)
+    base = baseline or (tables.default_baseline(frame) if not frame.empty else None)
+    long = tables.speedups(frame, base) if base is not None else pd.DataFrame()
+    page = render.Page(
+        "hal benchmark report",
+        _header(inputs),
+        summary.summary_sections(inputs, base, long),
+        build_sections(inputs, baseline),
+    )
     out_dir = Path(out_dir)
-    written = [out_dir / "report.md", out_dir / "report.html", out_dir / "results.csv"]
+    written = [out_dir / "report.md", out_dir / "report.html", out_dir / "results.csv",
+               out_dir / render.DETAILS_FILE]
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        written[0].write_text(render_markdown(sections), encoding="utf-8")
-        written[1].write_text(render_html(sections), encoding="utf-8")
+        written[0].write_text(render.markdown_summary(page), encoding="utf-8")
+        written[1].write_text(render.html_page(page), encoding="utf-8")
         csv_frame(frame).to_csv(written[2], index=False)
-        for s in sections:
+        written[3].write_text(render.markdown_details(page), encoding="utf-8")
+        for s in page.details:
             for b in s.blocks:
                 if isinstance(b, tuple):
                     (out_dir / b[0]).write_bytes(b[1])

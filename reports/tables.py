@@ -3,6 +3,8 @@ conformance results of `reports.conformance`."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -185,17 +187,35 @@ def across_table(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     return table
 
 
+def without_device(reason: str, device: str) -> str:
+    """A reason with its device's name replaced by `<device>`, so that devices skipped for
+    the same reason share one line."""
+    if not device:
+        return reason
+    return re.sub(rf"(?<![\w:]){re.escape(device)}(?!\w)", "<device>", reason)
+
+
 def skipped_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Measurements not `ok`, grouped by series, status and whole reason: the workloads
-    (suite/workload params dtype) that share them."""
+    """Measurements not `ok`, one row per status and whole reason (a device's name in it
+    counts as any device's): the backends that share the same workloads for it, and those
+    workloads (suite/workload params dtype)."""
     bad = frame[frame["status"] != "ok"]
     if bad.empty:
         return pd.DataFrame()
     label = bad["suite"] + "/" + bad["workload"] + " " + bad["params"] + " " + bad["dtype"]
+    general = [without_device(e, d) for e, d in zip(bad["error"], bad["device"], strict=True)]
+    bad = bad.assign(label=label.str.replace("  ", " "), general=general)
+    per_series = (
+        bad.groupby(["series", "status", "general"], sort=True)
+        .agg(label=("label", lambda labels: "; ".join(sorted(set(labels)))),
+             error=("error", lambda errors: errors.iloc[0] if errors.nunique() == 1 else None))
+        .reset_index()
+    )
     grouped = (
-        bad.assign(label=label.str.replace("  ", " "))
-        .groupby(["series", "status", "error"], sort=True)["label"]
-        .agg(lambda labels: "; ".join(sorted(labels)))
+        per_series.groupby(["status", "general", "label"], sort=False)
+        .agg(series=("series", ", ".join),
+             error=("error", lambda errors: errors.iloc[0] if errors.nunique(dropna=False) == 1
+                    else None))
         .reset_index()
     )
     return pd.DataFrame(
@@ -203,9 +223,9 @@ def skipped_table(frame: pd.DataFrame) -> pd.DataFrame:
             "backend": grouped["series"],
             "status": grouped["status"],
             "workloads": grouped["label"],
-            "reason": grouped["error"],
+            "reason": grouped["error"].where(grouped["error"].notna(), grouped["general"]),
         }
-    )
+    ).sort_values(["status", "reason", "backend"], kind="stable", ignore_index=True)
 
 
 # How an op ran, best first; an op counts where its worst call or cell ran.

@@ -79,7 +79,7 @@ def test_the_commands_run(tmp_path):
               for g in r["graphs"]}
     assert {(name, g["status"], g["path"]) for name, g in graphs.items()} == {
         ("random-0", "pass", "replay"), ("transformer_block", "pass", "replay")}
-    report = (tmp_path / "report" / "report.md").read_text()
+    report = (tmp_path / "report" / "report-details.md").read_text()
     assert "numba" in report and "Conformance" in report
     published = list((tmp_path / "reference" / "numba").iterdir())
     assert any(p.suffix == ".jsonl" for p in published)

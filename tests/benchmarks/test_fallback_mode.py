@@ -68,7 +68,7 @@ def test_the_report_shows_fallback_calls_and_marks_speedups(tmp_path):
         measure(GEMM, "smoke", "float32", hal.device("cpu"), FAST),
         measure(GEMM, "smoke", "float32", hal.device("null"), allow),
     ]
-    md = build_report([_write(tmp_path / "r.jsonl", ms)], tmp_path / "o")[0].read_text()
+    md = build_report([_write(tmp_path / "r.jsonl", ms)], tmp_path / "o")[3].read_text()
     calls = ms[1].placement.fallbacks
     call_word = "call" if calls == 1 else "calls"
     assert f"| ok ({calls} fallback {call_word}: matmul)" in md
@@ -87,7 +87,7 @@ def test_the_report_shows_fallback_calls_and_marks_speedups(tmp_path):
 def test_the_report_says_why_fallback_calls_are_zero(tmp_path):
     m = measure(GEMM, "smoke", "float32", hal.device("null"), FAST)
     assert m.status == "skipped"
-    md = build_report([_write(tmp_path / "r.jsonl", [m])], tmp_path / "o")[0].read_text()
+    md = build_report([_write(tmp_path / "r.jsonl", [m])], tmp_path / "o")[3].read_text()
     assert "`hal bench` refused the CPU fallback" in md and "--fallback allow" in md
 
 
@@ -122,5 +122,5 @@ def test_the_cli_measures_with_fallbacks_and_reports_with_conformance(tmp_path, 
     assert res.run.config["fallback"] == "allow"
     assert {m.status for m in res.measurements} == {"ok"}
     assert all(m.placement.fallbacks >= 1 for m in res.measurements)
-    md = (out / f"{res.run.id}-report" / "report.md").read_text()
+    md = (out / f"{res.run.id}-report" / "report-details.md").read_text()
     assert "## Conformance" in md and "conformance (conformance-1.json)" in md

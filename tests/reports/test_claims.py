@@ -146,7 +146,37 @@ def test_the_report_has_the_section_only_with_seed_results(seed_measurement, res
                                                           two_backend_run, tmp_path):
     seeded = results_file("seed.jsonl", [seed_measurement("fft", "cpu", 0.01, "parallel_fft",
                                                           "candidate", items=1024)])
-    md = build_report([seeded], tmp_path / "a")[0].read_text()
+    md = build_report([seeded], tmp_path / "a")[3].read_text()
     assert "## Claims vs measured" in md and "1024-point parallel FFT" in md
-    plain = build_report([two_backend_run], tmp_path / "b")[0].read_text()
+    plain = build_report([two_backend_run], tmp_path / "b")[3].read_text()
     assert "Claims vs measured" not in plain
+
+
+def test_a_partial_run_says_what_is_missing(seed_measurement, results_file, tmp_path):
+    ms = [seed_measurement("fft2", "cpu", 0.010, "complex_fft", "candidate")]
+    partial = claims_table([load_results(results_file("p.jsonl", ms, completed=False))])
+    assert _row(partial, "complex_fft")["measured"] == (
+        "incomplete: no baseline measured before the run ended; measured: hal on cpu:0 "
+        "(candidate)")
+    assert _row(partial, "bert_int8")["measured"].startswith("not reached: the run ended")
+    out = tmp_path / "o"
+    build_report([results_file("p.jsonl", ms, completed=False)], out)
+    assert "Run `run` did not finish" in (out / "report.md").read_text()
+    complete = claims_table([load_results(results_file("c.jsonl", ms))])
+    assert _row(complete, "complex_fft")["measured"] == (
+        "incomplete: no baseline measured; measured: hal on cpu:0 (candidate)")
+
+
+def test_devices_skipped_for_one_reason_share_a_note(seed_measurement, results_file):
+    ms = [seed_measurement("fft2", "cpu", 0.010, "complex_fft", "candidate"),
+          seed_measurement("fft2[scipy]", "cpu", 0.008, "complex_fft", "baseline",
+                           params={"peer": "scipy 1.17"})]
+    ms += [seed_measurement(w, b, 0, "complex_fft", "candidate", status="skipped",
+                            error=f"UnsupportedDType: no complex64 on {b}:0")
+           for w in ("fft2", "fft2b") for b in ("tvm", "onnxruntime")]
+    ms.append(seed_measurement("fft2c", "tvm", 0, "complex_fft", "candidate",
+                               status="skipped", error="UnsupportedDType: no complex64 on tvm:0"))
+    notes = _row(claims_table([load_results(results_file("n.jsonl", ms))]),
+                 "complex_fft")["notes"]
+    assert notes == ("fft2, fft2b on tvm:0, onnxruntime:0; fft2c on tvm:0 skipped: "
+                     "UnsupportedDType: no complex64 on <device>")

@@ -95,6 +95,6 @@ def test_replay_per_node_compile_times_and_the_cache(jit_file):
 
 
 def test_the_report_has_the_section(jit_file, tmp_path):
-    md = build_report([jit_file], tmp_path / "out")[0].read_text()
+    md = build_report([jit_file], tmp_path / "out")[3].read_text()
     assert "## hal.jit" in md and "full solve, extrapolated" in md
     assert md.index("## Suite `jit`") < md.index("## hal.jit")

@@ -90,6 +90,6 @@ def test_the_projection_and_the_lines_beside_the_claims(parallel_file, tmp_path)
     assert plans[0]["batch"] == "1536" and plans[0]["dp"] == "128"
     (lines,) = parallel.lines_text(ms)
     assert "40 lines on one device, 46 in parallel, 6 of them added or changed" in lines
-    md = build_report([parallel_file], tmp_path / "out")[0].read_text()
+    md = build_report([parallel_file], tmp_path / "out")[3].read_text()
     assert "## Parallel training" in md and "projection (not a measurement)" in md
     assert "21 -> 9 days" in md and re.search(r"costs (49\d|50\d) us besides its work", md)

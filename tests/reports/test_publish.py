@@ -34,7 +34,7 @@ def test_publish_copies_run_conformance_and_report(clean_run, conformance, tmp_p
     assert str(dest) in capsys.readouterr().out
     assert (dest / "clean.jsonl").read_bytes() == clean_run.read_bytes()
     assert (dest / "conformance-1.json").read_text() == CONFORMANCE
-    md = (dest / "clean-report" / "report.md").read_text()
+    md = (dest / "clean-report" / "report-details.md").read_text()
     assert "## Conformance" in md and "## Suite `ops`" in md
 
 

@@ -22,9 +22,10 @@ def test_report_files_tables_and_plots(two_backend_run, tmp_path):
     out = tmp_path / "out"
     written = build_report([two_backend_run], out)
     names = {p.name for p in written}
-    assert {"report.md", "report.html", "results.csv", "speedup.png", "distributions.png"} <= names
+    assert {"report.md", "report-details.md", "report.html", "results.csv", "speedup-opencl.png",
+            "distributions-cpu.png", "distributions-opencl.png"} <= names
     assert any(n.startswith("roofline-") for n in names)
-    md = (out / "report.md").read_text()
+    md = (out / "report-details.md").read_text()
     assert "## Suite `ops`" in md and "## Speedup vs `cpu`" in md
     gemm = next(line for line in md.splitlines() if line.startswith("| ops/gemm"))
     assert re.search(r"\| 2\.0\dx \[", gemm)  # opencl is 2x faster on gemm, with a CI
@@ -32,7 +33,7 @@ def test_report_files_tables_and_plots(two_backend_run, tmp_path):
     assert "| opencl" in md and "cast" in md  # coverage table names the fallen-back op
     assert "failed: kernel crashed" in md
     html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == len(written) - 3
+    assert html.count("data:image/png;base64,") == len(written) - 4
     assert "http://" not in html and "https://" not in html and "<style>" in html
     rows = list(csv.DictReader((out / "results.csv").open()))
     assert len(rows) == 6
@@ -40,7 +41,7 @@ def test_report_files_tables_and_plots(two_backend_run, tmp_path):
 
 
 def test_speedup_geomean_and_pct_of_peak(two_backend_run, tmp_path):
-    md = build_report([two_backend_run], tmp_path / "o")[0].read_text()
+    md = build_report([two_backend_run], tmp_path / "o")[3].read_text()
     geo = next(line for line in md.splitlines() if line.startswith("| geometric mean"))
     assert "1.00x" in geo  # sqrt(2.0 * 0.5)
     gemm_cpu = next(
@@ -52,7 +53,7 @@ def test_speedup_geomean_and_pct_of_peak(two_backend_run, tmp_path):
 
 def test_several_runs_in_one_report(two_backend_run, tmp_path, measurement, results_file):
     other = results_file("other.jsonl", [measurement("gemm", "cpu", 0.011, 9)], "other")
-    md = build_report([two_backend_run, other], tmp_path / "o", baseline="cpu@run")[0].read_text()
+    md = build_report([two_backend_run, other], tmp_path / "o", baseline="cpu@run")[3].read_text()
     assert "cpu@other" in md and "opencl@run" in md
 
 
@@ -109,7 +110,7 @@ def test_coverage_names_skipped_workloads(measurement, results_file, tmp_path):
             measurement("fft", "opencl", 0.01, 2, status="skipped", fallbacks=("fftn",)),
         ],
     )
-    md = build_report([path], tmp_path / "o")[0].read_text()
+    md = build_report([path], tmp_path / "o")[3].read_text()
     coverage = md[md.index("## Op coverage") :]
     opencl = next(line for line in coverage.splitlines() if line.startswith("| opencl"))
     assert opencl.rstrip(" |").endswith("fft") and "fftn" in opencl
@@ -117,7 +118,7 @@ def test_coverage_names_skipped_workloads(measurement, results_file, tmp_path):
 
 def test_a_directory_of_results_is_read_whole(two_backend_run, measurement, results_file, tmp_path):
     results_file("other.jsonl", [measurement("gemm", "cpu", 0.011, 9)], "other")
-    md = build_report([two_backend_run.parent], tmp_path / "o")[0].read_text()
+    md = build_report([two_backend_run.parent], tmp_path / "o")[3].read_text()
     assert "cpu@other" in md and "opencl@run" in md
 
 
@@ -129,13 +130,13 @@ def test_a_run_where_everything_failed_still_reports(measurement, results_file, 
             measurement("fft", "cpu", 0.01, 2, status="timeout"),
         ],
     )
-    md = build_report([path], tmp_path / "o")[0].read_text()
+    md = build_report([path], tmp_path / "o")[3].read_text()
     assert "failed: kernel crashed" in md and "timeout: kernel crashed" in md
     assert "No workload measured `ok` on both" in md
 
 
 def test_a_run_without_measurements_says_so(results_file, tmp_path):
-    md = build_report([results_file("empty.jsonl", [])], tmp_path / "o")[0].read_text()
+    md = build_report([results_file("empty.jsonl", [])], tmp_path / "o")[3].read_text()
     assert "No measurements in these files." in md
 
 
@@ -147,13 +148,15 @@ def test_a_long_skip_reason_appears_whole(measurement, results_file, tmp_path):
         m.error = reason
     path = results_file("skip.jsonl", [measurement("a", "cpu", 0.01, 9), *skipped])
     out = tmp_path / "o"
-    md = build_report([path], out)[0].read_text()
+    md = build_report([path], out)[3].read_text()
     suite = md[md.index("## Suite") : md.index("## Skipped and failed")]
-    assert suite.count(f"skipped: {reason}") == 3
+    # each row cut, with the number of the note below the table that holds it whole, once
+    assert len([line for line in suite.splitlines() if re.search(r"\[1\] +\|$", line)]) == 3
+    assert " ".join(suite.split()).count(f"[1] skipped: {reason.strip()}") == 1
     grouped = md[md.index("## Skipped and failed") :].split("\n## ")[0]
     row = next(line for line in grouped.splitlines() if line.startswith("| tpu"))
     assert "ops/a n=1024 float32; ops/b n=1024 float32; ops/c n=1024 float32" in row
-    assert reason.strip() in row
+    assert f"[1] {reason.strip()}" in " ".join(grouped.split())
     assert (out / "report.html").read_text().count(reason.strip()) == 4
 
 
@@ -204,5 +207,5 @@ def test_plot_labels_are_short_and_unique():
     data = pd.DataFrame({"suite": "s", "workload": "w", "params": params, "dtype": "f32",
                          "series": "cpu"})
     labels = list(_labels(data))
-    assert len(set(labels)) == 3 and labels[2] == "s/w n=1 f32 (cpu)"
+    assert len(set(labels)) == 3 and labels[2] == "s/w n=1 f32"
     assert all(len(label) <= LABEL_CHARS + 3 for label in labels)

@@ -79,5 +79,5 @@ def test_rates_factors_memory_and_mpi_speedups(science_file, tmp_path):
     mpi = {r["ranks"]: r for r in science.mpi_table(ms).to_dict("records")}
     assert float(mpi[2]["speedup"]) == pytest.approx(1.6, rel=0.03) and mpi[1]["speedup"] == ""
     assert mpi[2]["sha256"] == "0123456789ab" and mpi[2]["iterations"] == "200"
-    md = build_report([science_file], tmp_path / "out")[0].read_text()
+    md = build_report([science_file], tmp_path / "out")[3].read_text()
     assert "## Science" in md and "tiny multiply" in md
