@@ -115,7 +115,7 @@ def test_history_command_and_report_page(measurement, results_file, tmp_path, ca
     png = [b for b in sections[0].blocks if isinstance(b, tuple)]
     assert png and png[0][1].startswith(b"\x89PNG")
     assert main(["report", *map(str, paths), "-o", str(tmp_path / "r")]) == 0
-    assert "## History on " in (tmp_path / "r" / "report.md").read_text()
+    assert "## History on " in (tmp_path / "r" / "report-details.md").read_text()
     assert history_sections([load_results(paths[0])]) == []  # one commit: no page
     assert main(["history"]) == 2
     assert "--bisect" in capsys.readouterr().err
