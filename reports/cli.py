@@ -18,7 +18,21 @@ from benchmarks import cli as bench_cli
 def register_bench(subparsers: argparse._SubParsersAction) -> None:
     """Add `bench`: the harness's command, writing the run's report when it ends."""
     bench_cli.register(subparsers)
-    subparsers.choices["bench"].set_defaults(write_report=write_report)
+    subparsers.choices["bench"].set_defaults(write_report=write_report, headlines=claim_headlines)
+
+
+def claim_headlines(results) -> list[tuple[str, str]]:
+    """The published claims the run measured, for `hal bench`'s closing table: the claim's
+    name and our ratio beside the published one."""
+    from reports.claims import claims_table
+
+    table = claims_table([results])
+    return [
+        (row["claim"].split(":")[0], f"{row['ratio']} measured, {row['published ratio']} "
+                                     "published")
+        for row in table.to_dict("records")
+        if row.get("ratio", "").endswith("x")
+    ]
 
 
 def write_report(files, out_dir) -> int:
