@@ -177,8 +177,12 @@ def run_publish(args: argparse.Namespace) -> int:
         done = publish(args.results, args.conformance, to=args.to, force=args.force)
     except (ResultsError, ReportError) as exc:
         return _error(str(exc))
+    for warning in done.warnings:
+        print(_printable(f"warning: {warning}"), file=sys.stderr)
     names = ", ".join(p.name for p in done.copied)
     print(f"published {names} and {done.report[1].relative_to(done.directory)} to {done.directory}")
+    if done.replaced:
+        print(f"it replaces the reference run {', '.join(done.replaced)} there")
     return 0
 
 

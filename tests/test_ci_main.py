@@ -17,7 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 HAL_STUB = """#!/usr/bin/env bash
 echo "hal $*" >> "$HAL_CALLS"
 if [ "$1" = conformance ]; then
-    while [ "$#" -gt 0 ]; do [ "$1" = --out ] && mkdir -p "$(dirname "$2")" && echo [] > "$2"; shift; done
+    while [ "$#" -gt 0 ]; do
+        [ "$1" = --out ] && mkdir -p "$(dirname "$2")" && echo [] > "$2"
+        shift
+    done
 fi
 echo "output of hal"
 """
@@ -66,7 +69,7 @@ def test_one_line_per_phase_then_the_bench(checkout):
 
 def test_full_runs_the_whole_kit_and_arguments_go_to_the_bench(checkout):
     out, calls = _main(checkout, "--full", "--suite", "ops")
-    assert "--examples 20 " in calls[1]
+    assert "--examples 20 " in calls[1] and "[main] conformance  0 s  (20 example(s) a cell)" in out
     assert [c.split()[1] for c in calls] == ["devices", "conformance", "bench"]
     assert calls[2].endswith("--suite ops")
     _, calls = _main(checkout, HAL_CONFORMANCE_EXAMPLES="7")
