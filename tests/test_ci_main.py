@@ -1,5 +1,6 @@
 """ci/main's terminal: one line per phase with its time, the kit's example count (3, or
-the whole kit's 20 with --full), and `hal bench` last. Run over stub `python` and `hal`
+the whole kit's 20 with --full), the kernel caches under HAL_CACHE_DIR, and `hal bench`
+last. Run over stub `python` and `hal`
 commands in a copy of ci/, so nothing is installed or measured."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 HAL_STUB = """#!/usr/bin/env bash
 echo "hal $*" >> "$HAL_CALLS"
+echo "$NUMBA_CACHE_DIR $POCL_CACHE_DIR" > "$HAL_CALLS.caches"
 if [ "$1" = conformance ]; then
     while [ "$#" -gt 0 ]; do
         [ "$1" = --out ] && mkdir -p "$(dirname "$2")" && echo [] > "$2"
@@ -65,6 +67,9 @@ def test_one_line_per_phase_then_the_bench(checkout):
     assert [c.split()[1] for c in calls] == ["devices", "conformance", "tune", "bench"]
     assert "--examples 3 " in calls[1]
     assert calls[3].startswith("hal bench --conformance ") and "--suite seed" in calls[3]
+    cache = checkout / "cache"  # every kernel cache under HAL_CACHE_DIR
+    caches = (checkout / "calls.log.caches").read_text().split()
+    assert caches == [str(cache / "numba"), str(cache / "pocl")]
 
 
 def test_full_runs_the_whole_kit_and_arguments_go_to_the_bench(checkout):
@@ -72,5 +77,3 @@ def test_full_runs_the_whole_kit_and_arguments_go_to_the_bench(checkout):
     assert "--examples 20 " in calls[1] and "[main] conformance  0 s  (20 example(s) a cell)" in out
     assert [c.split()[1] for c in calls] == ["devices", "conformance", "bench"]
     assert calls[2].endswith("--suite ops")
-    _, calls = _main(checkout, HAL_CONFORMANCE_EXAMPLES="7")
-    assert "--examples 7 " in calls[-3]  # devices, conformance, tune, bench
