@@ -142,7 +142,7 @@ def summary_lines(
         for suite, took in suite_seconds(results).items()
     ]
     if report_seconds is not None:
-        lines.append(f"report: written in {duration(report_seconds)}")
+        lines.append(f"  {'report':<22} {duration(report_seconds)}")
     rows = [*headlines, *speedups(results)]
     if rows:
         left = min(max(len(what) for what, _ in rows), WIDTH // 2)

@@ -69,7 +69,7 @@ def test_the_summary_ends_with_counts_and_the_report_path(results):
                           headlines=[("Complex FFT", "2.10x measured, 2.27x published")])
     text = "\n".join(lines)
     assert lines[0] == "bench: 8 measurements in 2 min 00 s"
-    assert "  suite peak" in text and "report: written in 3.0 s" in text
+    assert "  suite peak" in text and "  report                 3.0 s" in lines
     assert "  Complex FFT        2.10x measured, 2.27x published" in lines
     assert "4 ok, 3 skipped, 1 failed or timed out" in lines
     assert "failed: 1 on tvm:0" in lines
