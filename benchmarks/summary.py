@@ -135,7 +135,7 @@ def summary_lines(
     reasons, and the report's path."""
     run = results.run
     took = _seconds(run.end) - _seconds(run.start) if run.end else None
-    lines = [f"bench: {len(results.measurements)} measurements"
+    lines = [f"bench: {len(results.measurements)} measurement(s)"
              f"{f' in {duration(took)}' if took is not None else ''}"]
     lines += [
         f"  {'suite ' + suite:<22} {duration(took)}"

@@ -68,7 +68,7 @@ def test_the_summary_ends_with_counts_and_the_report_path(results):
     lines = summary_lines(results, Path("/r/run-report/report.html"), 3.0,
                           headlines=[("Complex FFT", "2.10x measured, 2.27x published")])
     text = "\n".join(lines)
-    assert lines[0] == "bench: 8 measurements in 2 min 00 s"
+    assert lines[0] == "bench: 8 measurement(s) in 2 min 00 s"
     assert "  suite peak" in text and "  report                 3.0 s" in lines
     assert "  Complex FFT        2.10x measured, 2.27x published" in lines
     assert "4 ok, 3 skipped, 1 failed or timed out" in lines
