@@ -72,6 +72,15 @@ def test_one_line_per_phase_then_the_bench(checkout):
     assert caches == [str(cache / "numba"), str(cache / "pocl")]
 
 
+def test_tuning_is_skipped_once_a_job_has_tuned(checkout):
+    log = checkout / "cache" / "tvm" / "llvm-x" / "tuning" / "runs.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text("{}\n")
+    out, calls = _main(checkout)
+    assert "[main] tune         0 s  (tuned by an earlier job; `hal tune` tunes further)" in out
+    assert [c.split()[1] for c in calls] == ["devices", "conformance", "bench"]
+
+
 def test_full_runs_the_whole_kit_and_arguments_go_to_the_bench(checkout):
     out, calls = _main(checkout, "--full", "--suite", "ops")
     assert "--examples 20 " in calls[1] and "[main] conformance  0 s  (20 example(s) a cell)" in out
