@@ -92,8 +92,8 @@ def speedups(results: Results, baseline: str = "cpu") -> list[tuple[str, str]]:
     by_device: dict[str, dict[tuple, float]] = defaultdict(dict)
     for m in results.measurements:
         if m.status == "ok" and m.median and m.median > 0:
-            key = (m.suite, m.workload, repr(sorted(m.params.items())), m.dtype)
-            by_device[m.device][key] = m.median
+            suite, workload, params, _, _, dtype = m.key
+            by_device[m.device][suite, workload, params, dtype] = m.median
     base = by_device.pop(base_device, {})
     rows = []
     for device in sorted(by_device):
