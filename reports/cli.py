@@ -22,14 +22,14 @@ def register_bench(subparsers: argparse._SubParsersAction) -> None:
 
 
 def claim_headlines(results) -> list[tuple[str, str]]:
-    """The published claims the run measured, for `hal bench`'s closing table: the claim's
-    name and our ratio beside the published one."""
+    """The published claims the run measured, for `hal bench`'s closing table: the claim
+    (its name alone where the whole text is long) and our ratio beside the published one."""
     from reports.claims import claims_table
 
     table = claims_table([results])
     return [
-        (row["claim"].split(":")[0], f"{row['ratio']} measured, {row['published ratio']} "
-                                     "published")
+        (row["claim"] if len(row["claim"]) <= 40 else row["claim"].split(":")[0],
+         f"{row['ratio']} measured, {row['published ratio']} published")
         for row in table.to_dict("records")
         if row.get("ratio", "").endswith("x")
     ]

@@ -17,7 +17,8 @@ def test_a_measured_claim_heads_the_closing_table(measurement, results_file):
           seed("fft2[scipy]", "cpu", 0.008, "baseline", peer="scipy 1.17", seed=1)]
     results = load_results(results_file("seed.jsonl", ms))
     rows = claim_headlines(results)
-    assert len(rows) == 1 and rows[0][0] == "Complex FFT"
+    assert len(rows) == 1 and rows[0][0] == "Complex FFT: 8.4 ms vs 19.1 ms"
     ratio = float(rows[0][1].split("x")[0])
     assert abs(ratio - 2.0) < 0.05 and rows[0][1].endswith("x measured, 2.27x published")
-    assert f"  Complex FFT  {rows[0][1]}" in summary_lines(results, headlines=rows)
+    assert f"  Complex FFT: 8.4 ms vs 19.1 ms  {rows[0][1]}" in summary_lines(
+        results, headlines=rows)
