@@ -1,6 +1,6 @@
-"""ci/main's terminal: one line per phase with its time, the kit's example count (3, or
-the whole kit's 20 with --full), the kernel caches under HAL_CACHE_DIR, and `hal bench`
-last. Run over stub `python` and `hal`
+"""ci/main's terminal: one line per phase with its time, the kit's example count and the
+bench's samples (3 and --quick, or the whole kit's 20 and full samples with --full), the
+kernel caches under HAL_CACHE_DIR, and `hal bench` last. Run over stub `python` and `hal`
 commands in a copy of ci/, so nothing is installed or measured."""
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ def test_one_line_per_phase_then_the_bench(checkout):
     assert [c.split()[1] for c in calls] == ["devices", "conformance", "tune", "bench"]
     assert "--examples 3 " in calls[1]
     assert calls[3].startswith("hal bench --conformance ") and "--suite seed" in calls[3]
+    assert calls[3].endswith(" --quick")
     cache = checkout / "cache"  # every kernel cache under HAL_CACHE_DIR
     caches = (checkout / "calls.log.caches").read_text().split()
     assert caches == [str(cache / "numba"), str(cache / "pocl")]
@@ -86,3 +87,6 @@ def test_full_runs_the_whole_kit_and_arguments_go_to_the_bench(checkout):
     assert "--examples 20 " in calls[1] and "[main] conformance  0 s  (20 example(s) a cell)" in out
     assert [c.split()[1] for c in calls] == ["devices", "conformance", "bench"]
     assert calls[2].endswith("--suite ops")
+    _, calls = _main(checkout, "--full")
+    assert "--examples 20 " in calls[-3] and "--suite parallel" in calls[-1]
+    assert "--quick" not in calls[-1]
