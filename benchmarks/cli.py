@@ -7,7 +7,11 @@ run ends with its report without this layer importing the report layer above it.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -94,7 +98,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handler of `hal bench`: 0 done, 1 a measurement failed, 2 bad request, 130 Ctrl-C."""
+    """Handler of `hal bench`: 0 done, 1 a measurement failed, 2 bad request, 130 Ctrl-C,
+    143 SIGTERM (either keeps what was measured, ends the results file and writes the
+    report of it)."""
     import hal
     from benchmarks.harness import run_bench
     from benchmarks.plan import BenchError, Config
@@ -113,29 +119,67 @@ def run(args: argparse.Namespace) -> int:
         rounds=args.rounds,
         fallback=args.fallback,
     )
-    try:
-        outcome = run_bench(config, out, resume=args.resume)
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    with _terminated_as_interrupted() as stopped_by:
+        try:
+            outcome = run_bench(config, out, resume=args.resume)
+        except BenchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     if outcome.interrupted:
         print(
-            f"\ninterrupted: {outcome.measured} measurement(s) kept in {outcome.path}; "
+            f"\ninterrupted ({stopped_by[-1] if stopped_by else 'SIGINT'}): "
+            f"{outcome.measured} measurement(s) kept in {outcome.path}; "
             f"finish with `hal bench --resume {outcome.run_id} --out {out}`",
             file=sys.stderr,
         )
-        return 130
-    print(
-        f"{outcome.measured} measurement(s) in {outcome.path}"
-        f" ({outcome.failed} failed or timed out)"
-    )
+    code = _report_and_summary(args, outcome)
+    if outcome.interrupted:
+        return 128 + (signal.SIGTERM if stopped_by == ["SIGTERM"] else signal.SIGINT)
+    return code or (1 if outcome.failed else 0)
+
+
+@contextlib.contextmanager
+def _terminated_as_interrupted() -> Iterator[list[str]]:
+    """SIGTERM handled as Ctrl-C while measuring: the run stops, keeps what it measured and
+    ends its results file; the list yielded names the signal once one came."""
+    came: list[str] = []
+
+    def stop(signum, frame):
+        came.append(signal.Signals(signum).name)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield came
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _report_and_summary(args: argparse.Namespace, outcome) -> int:
+    """Write the run's report (unless --no-report) and print the closing summary: suite
+    times, headline figures, counts by outcome and skip reason, the report's path. Returns
+    the report's exit code (0 when written or not asked for)."""
+    from benchmarks.schema.files import load_results
+    from benchmarks.schema.records import ResultsError
+    from benchmarks.summary import summary_lines
+
+    code, report, took = 0, None, None
     write_report = getattr(args, "write_report", None)  # set by reports/cli.py
     if write_report is not None and not args.no_report:
         out_dir = outcome.path.with_name(f"{outcome.run_id}-report")
+        started = time.perf_counter()
         code = write_report([outcome.path, *args.conformance], out_dir)
-        if code:
-            return code
-    return 1 if outcome.failed else 0
+        took = time.perf_counter() - started
+        report = None if code else out_dir / "report.html"
+    try:
+        results = load_results(outcome.path)
+    except ResultsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return code or 2
+    headlines = getattr(args, "headlines", None)  # set by reports/cli.py: the claims
+    rows = headlines(results) if headlines is not None else []
+    print("\n" + "\n".join(summary_lines(results, report, took, rows)))
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:

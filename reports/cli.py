@@ -36,7 +36,21 @@ def _warnings_one_line(handler):
 def register_bench(subparsers: argparse._SubParsersAction) -> None:
     """Add `bench`: the harness's command, writing the run's report when it ends."""
     bench_cli.register(subparsers)
-    subparsers.choices["bench"].set_defaults(write_report=write_report)
+    subparsers.choices["bench"].set_defaults(write_report=write_report, headlines=claim_headlines)
+
+
+def claim_headlines(results) -> list[tuple[str, str]]:
+    """The published claims the run measured, for `hal bench`'s closing table: the claim
+    (its name alone where the whole text is long) and our ratio beside the published one."""
+    from reports.claims import claims_table
+
+    table = claims_table([results])
+    return [
+        (row["claim"] if len(row["claim"]) <= 40 else row["claim"].split(":")[0],
+         f"{row['ratio']} measured, {row['published ratio']} published")
+        for row in table.to_dict("records")
+        if row.get("ratio", "").endswith("x")
+    ]
 
 
 @_warnings_one_line
@@ -216,8 +230,12 @@ def run_publish(args: argparse.Namespace) -> int:
         done = publish(args.results, args.conformance, to=args.to, force=args.force)
     except (ResultsError, ReportError) as exc:
         return _error(str(exc))
+    for warning in done.warnings:
+        print(_printable(f"warning: {warning}"), file=sys.stderr)
     names = ", ".join(p.name for p in done.copied)
     print(f"published {names} and {done.report[1].relative_to(done.directory)} to {done.directory}")
+    if done.replaced:
+        print(f"it replaces the reference run {', '.join(done.replaced)} there")
     return 0
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
 from pathlib import Path
 
 from ..cli import positive_int
@@ -46,7 +45,7 @@ def conformance(args) -> int:
     from ..runtime.registry import registry
     from .graph_workloads import workload
     from .kit import run
-    from .matrix import graph_table, layers, matrix
+    from .matrix import graph_table, layers, matrices
     from .records import FAIL
 
     targets = []
@@ -58,8 +57,8 @@ def conformance(args) -> int:
         targets.append((name, int(index or 0)))
     for name in args.graphs or ():
         workload(name)  # unknown: a HalError naming the graphs, before anything runs
-    # a log file or pipe gets a wide matrix rather than rich's 80 columns
-    console = Console(stderr=args.json, width=None if sys.stdout.isatty() else 160)
+    # the terminal's width, else $COLUMNS or 80: every table fits 80 columns
+    console = Console(stderr=args.json)
     reports = []
     for name, index in targets:
         with Progress(console=console, transient=True) as bar:
@@ -83,17 +82,17 @@ def conformance(args) -> int:
     else:
         for r in reports:
             console.print(layers(r))
-            if r.cells:
-                console.print(matrix(r))
+            for table in matrices(r, console.width) if r.cells else ():
+                console.print(table)
             if r.graphs:
                 console.print(graph_table(r))
             failed = [(f"{c.op} {c.dtype}", c) for c in r.cells if c.status == FAIL] + \
                 [(f"jit {g.graph} {g.dtype}", g) for g in r.graphs if g.status == FAIL]
             for what, cell in failed:
                 console.print(f"[bold red]FAIL[/] {r.backend} {escape(what)}: "
-                              f"{escape(cell.error)}")
-                if cell.repro:
-                    console.print(cell.repro, markup=False, highlight=False)
+                              f"{escape(cell.error)}", soft_wrap=True)
+                if cell.repro:  # code: its lines whole, never wrapped at the width
+                    console.print(cell.repro, markup=False, highlight=False, soft_wrap=True)
     if args.out is not None:
         console.print(f"conformance results in {escape(str(args.out))}")
     return 0 if all(r.ok for r in reports) else 1

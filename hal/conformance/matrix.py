@@ -21,30 +21,60 @@ def cell_symbol(cell: Cell) -> str:
     return SYMBOLS[cell.status]
 
 
-def matrix(report: Report):
-    """A rich Table: one row per op, one column per dtype, a symbol per cell."""
+def short_dtype(name: str) -> str:
+    """A dtype's column header: int -> i, uint -> u, float -> f, complex -> c (bfloat16 ->
+    bf16, complex128 -> c128), so that eleven columns and the longest op name fit 80."""
+    for word, letter in (("complex", "c"), ("float", "f"), ("uint", "u"), ("int", "i")):
+        name = name.replace(word, letter)
+    return name
+
+
+def matrix(report: Report, dtypes: list[str] | None = None):
+    """A rich Table: one row per op (its whole name), one column per dtype (those of
+    `dtypes` only, when given), a symbol per cell; columns one space apart, so that every
+    dtype fits 80 columns (73)."""
+    from rich import box
     from rich.table import Table
 
     cells = {(c.op, c.dtype): c for c in report.cells}
-    used = [d.name for d in dt.ALL if any(k[1] == d.name for k in cells)]
+    used = [d.name for d in dt.ALL if any(k[1] == d.name for k in cells)
+            and (dtypes is None or d.name in dtypes)]
     counts = report.counts()
     decomposed = sum(c.status == PASS and c.ran == "decomposed" for c in report.cells)
     table = Table(
-        title=f"{report.backend} ({report.device or 'no device'}): {counts[PASS]} pass "
-              f"({decomposed} decomposed), {counts[FAIL]} fail, {counts[FALLBACK]} fallback, "
-              f"{counts[UNSUPPORTED]} unsupported in {report.seconds:.1f} s",
+        title=f"{report.backend} ({report.device or 'no device'}): {counts[PASS]} pass"
+              f"{f' ({decomposed} decomposed)' if decomposed else ''}, {counts[FAIL]} fail, "
+              f"{counts[FALLBACK]} fallback, {counts[UNSUPPORTED]} unsupported in "
+              f"{report.seconds:.1f} s",
         caption="✓ pass (the device's kernel)  ✓d pass (decomposed)  ✗ fail  F fallback (ran "
-                "on the CPU)  · dtype unsupported by the device",
+                "on the CPU)  · dtype unsupported by the device; i int, u uint, f float, "
+                "c complex",
+        box=box.SIMPLE_HEAD, show_edge=False, padding=0,  # the box's divider: a space
     )
-    table.add_column("op")
-    table.add_column("kind")
+    names = [spec.name for spec in ops.specs() if any((spec.name, d) in cells for d in used)]
+    table.add_column("op", no_wrap=True, min_width=max(map(len, names), default=2))
     for d in used:
-        table.add_column(d.replace("complex", "c").replace("float", "f"), justify="center")
-    for spec in ops.specs():
-        row = [cells.get((spec.name, d)) for d in used]
-        if any(row):
-            table.add_row(spec.name, spec.kind, *["" if c is None else cell_symbol(c) for c in row])
+        table.add_column(short_dtype(d), justify="center", no_wrap=True, min_width=2)
+    for name in names:
+        row = [cells.get((name, d)) for d in used]
+        table.add_row(name, *["" if c is None else cell_symbol(c) for c in row])
     return table
+
+
+def matrices(report: Report, width: int) -> list:
+    """The matrix as tables at most `width` columns wide: all dtypes in one where they fit
+    (80 columns do), else the dtype columns split over several, every op name whole."""
+    used = [d.name for d in dt.ALL if any(c.dtype == d.name for c in report.cells)]
+    names = [c.op for c in report.cells]
+    room = width - max(map(len, names), default=2)
+    groups: list[list[str]] = [[]]
+    for d in used:
+        # a column takes its header's width (at least a symbol's 2) and a space before it
+        need = 1 + max(2, len(short_dtype(d)))
+        if groups[-1] and sum(1 + max(2, len(short_dtype(x))) for x in groups[-1]) + need > room:
+            groups.append([])
+        groups[-1].append(d)
+    return [matrix(report, group) for group in groups]
 
 
 def graph_table(report: Report):
