@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -62,8 +63,9 @@ def test_one_line_per_phase_then_the_bench(checkout):
     out, calls = _main(checkout)
     phases = [line.split()[1] for line in out if line.startswith("[main] ")]
     assert phases == ["set-up", "devices", "conformance", "tune", "bench:", "done"]
-    assert "[main] conformance  0 s  (3 example(s) a cell; --full: 20)" in out
-    assert out[-1] == "[main] done in 0 s, exit status 0"
+    assert any(re.fullmatch(r"\[main\] conformance +\d+ s  \(3 example\(s\) a cell; --full: 20\)", line)
+               for line in out)
+    assert re.fullmatch(r"\[main\] done in \d+ s, exit status 0", out[-1])  # the stubs take ~0 s
     assert [c.split()[1] for c in calls] == ["devices", "conformance", "tune", "bench"]
     assert "--examples 3 " in calls[1]
     assert calls[3].startswith("hal bench --conformance ") and "--suite seed" in calls[3]
