@@ -56,16 +56,17 @@ def _main(checkout: Path, *args: str, **env: str) -> tuple[list[str], list[str]]
         timeout=60, env={**os.environ, "HAL_CALLS": str(calls),
                          "HAL_CACHE_DIR": str(checkout / "cache"), **env})
     assert run.returncode == 0, run.stderr
-    return run.stdout.splitlines(), calls.read_text().splitlines()
+    seconds = re.compile(r"(?<= )\d+ s\b")  # the stubs take 0 s, a loaded machine 1
+    out = [seconds.sub("N s", line) for line in run.stdout.splitlines()]
+    return out, calls.read_text().splitlines()
 
 
 def test_one_line_per_phase_then_the_bench(checkout):
     out, calls = _main(checkout)
     phases = [line.split()[1] for line in out if line.startswith("[main] ")]
     assert phases == ["set-up", "devices", "conformance", "tune", "bench:", "done"]
-    assert any(re.fullmatch(r"\[main\] conformance +\d+ s  \(3 example\(s\) a cell; --full: 20\)", line)
-               for line in out)
-    assert re.fullmatch(r"\[main\] done in \d+ s, exit status 0", out[-1])  # the stubs take ~0 s
+    assert "[main] conformance  N s  (3 example(s) a cell; --full: 20)" in out
+    assert out[-1] == "[main] done in N s, exit status 0"
     assert [c.split()[1] for c in calls] == ["devices", "conformance", "tune", "bench"]
     assert "--examples 3 " in calls[1]
     assert calls[3].startswith("hal bench --conformance ") and "--suite seed" in calls[3]
@@ -80,13 +81,13 @@ def test_tuning_is_skipped_once_a_job_has_tuned(checkout):
     log.parent.mkdir(parents=True)
     log.write_text("{}\n")
     out, calls = _main(checkout)
-    assert "[main] tune         0 s  (tuned by an earlier job; `hal tune` tunes further)" in out
+    assert "[main] tune         N s  (tuned by an earlier job; `hal tune` tunes further)" in out
     assert [c.split()[1] for c in calls] == ["devices", "conformance", "bench"]
 
 
 def test_full_runs_the_whole_kit_and_arguments_go_to_the_bench(checkout):
     out, calls = _main(checkout, "--full", "--suite", "ops")
-    assert "--examples 20 " in calls[1] and "[main] conformance  0 s  (20 example(s) a cell)" in out
+    assert "--examples 20 " in calls[1] and "[main] conformance  N s  (20 example(s) a cell)" in out
     assert [c.split()[1] for c in calls] == ["devices", "conformance", "bench"]
     assert calls[2].endswith("--suite ops")
     _, calls = _main(checkout, "--full")
