@@ -23,6 +23,7 @@ import numpy as np
 import hal
 from benchmarks.first_call import measure_first_call
 from benchmarks.footprint import measure_footprint
+from benchmarks.peaks import percent_of_peak
 from benchmarks.schema.records import Check, Measurement, Placement
 from benchmarks.stats import summarize
 from benchmarks.workload import Workload
@@ -211,7 +212,8 @@ def _sample(
 
 
 def derived_metrics(record: Measurement, median: float, peaks: dict[str, Any]) -> dict[str, float]:
-    """GFLOP/s, GB/s, items/s and % of the device's measured peak from the median time."""
+    """GFLOP/s, GB/s, items/s and % of the device's measured peak from the median time (no
+    % of the memory's bandwidth peak for bytes that fit in its cache: `benchmarks.peaks`)."""
     metrics: dict[str, float] = {}
     if record.flops:
         metrics["gflops"] = record.flops / median / 1e9
@@ -219,11 +221,9 @@ def derived_metrics(record: Measurement, median: float, peaks: dict[str, Any]) -
         metrics["gbps"] = record.bytes / median / 1e9
     if record.items:
         metrics["items_per_s"] = record.items / median
-    peak_flops = (peaks.get("gflops") or {}).get(record.dtype)
-    if "gflops" in metrics and peak_flops:
-        metrics["pct_of_peak"] = 100.0 * metrics["gflops"] / peak_flops
-    elif "gbps" in metrics and peaks.get("gbps"):
-        metrics["pct_of_peak"] = 100.0 * metrics["gbps"] / peaks["gbps"]
+    pct, _ = percent_of_peak(metrics, record.bytes, record.dtype, peaks)
+    if pct is not None:
+        metrics["pct_of_peak"] = pct
     return metrics
 
 

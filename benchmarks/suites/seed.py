@@ -56,7 +56,7 @@ def bert_int8() -> list[Workload]:
     roles = {"minilm[fp32]": "baseline", "minilm[int8]": "candidate",
              "minilm[ort-fp32]": "peer baseline", "minilm[ort-int8]": "peer candidate"}
     return [tagged(w, "bert_int8", roles[w.name]) for w in int8.workloads()
-            if w.params["batch"] == int8.LARGE_BATCH]
+            if w.params.get("batch") == int8.LARGE_BATCH]
 
 
 def pde_3rd_order() -> list[Workload]:
