@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 import hal
+from benchmarks.peaks import HOST
 
-HOST = "host"  # the memory name of every device whose tensors live in host memory
 CACHE_MULTIPLE = 4  # STREAM's rule: the arrays hold at least 4x the last-level cache
 MIN_ARRAY_BYTES = 256 * 2**20
 TRIAD_SCALAR = 3.0

@@ -28,9 +28,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import hal
-from benchmarks.bandwidth import HOST, measure_host_bandwidth
+from benchmarks.bandwidth import measure_host_bandwidth
 from benchmarks.isolation import PACKAGE_ROOT, DeviceRunner
-from benchmarks.peaks import in_cache, measures_peak, on_host, own_peaks, with_memory_peak
+from benchmarks.peaks import HOST, in_cache, measures_peak, on_host, own_peaks, with_memory_peak
 from benchmarks.plan import BenchError, Config, Task, plan, resolve_devices
 from benchmarks.schema.environment import new_run
 from benchmarks.schema.files import ResultWriter, read_results

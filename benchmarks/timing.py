@@ -32,7 +32,9 @@ from benchmarks.workload import Workload
 @dataclass(frozen=True)
 class TimingOptions:
     """How to measure: samples wanted, time per sample, budget per measurement, and the
-    CPU-fallback policy (`error`, `warn` or `allow`) the workload runs under."""
+    CPU-fallback policy (`error`, `warn` or `allow`) the workload runs under. A
+    single-stream workload takes up to `queries` samples of one call each within
+    `query_budget` seconds (at least `min_samples`), for its latency percentiles."""
 
     warmup: int = 2
     min_samples: int = 10
@@ -40,6 +42,8 @@ class TimingOptions:
     sample_time: float = 0.01
     budget: float = 2.0
     fallback: str = "error"
+    queries: int = 1000
+    query_budget: float = 30.0
 
     def per_round(self, rounds: int) -> TimingOptions:
         """The share of one round when a measurement is split into `rounds` rounds."""
@@ -48,12 +52,16 @@ class TimingOptions:
             min_samples=math.ceil(self.min_samples / rounds),
             max_samples=math.ceil(self.max_samples / rounds),
             budget=self.budget / rounds,
+            queries=math.ceil(self.queries / rounds),
+            query_budget=self.query_budget / rounds,
         )
 
     @classmethod
     def quick(cls) -> TimingOptions:
-        """Fewer, shorter samples for `--quick` runs (8 still give a 99% CI: [min, max])."""
-        return cls(warmup=1, min_samples=8, max_samples=15, sample_time=0.005, budget=0.5)
+        """Fewer, shorter samples for `--quick` runs (8 still give a 99% CI: [min, max]; 100
+        queries a 99th percentile that is the slowest)."""
+        return cls(warmup=1, min_samples=8, max_samples=15, sample_time=0.005, budget=0.5,
+                   queries=100, query_budget=5.0)
 
 
 def sync_method(device: hal.Device) -> str:
@@ -197,15 +205,21 @@ def _sample(
 ) -> tuple[list[float], int]:
     """Warm up (discarded), calibrate the inner loop, then sample.
 
-    At least `min_samples` are taken; more, up to `max_samples`, while within `budget`.
+    At least `min_samples` are taken; more, up to `max_samples`, while within `budget`. A
+    single-stream workload's samples are single calls (queries), up to `queries` of them
+    within `query_budget`.
     """
     for _ in range(timing.warmup):
         _time_block(device, workload.run, tensors, workload.options, 1)
-    inner = calibrate(workload, device, tensors, timing.sample_time)
+    if workload.single_stream:
+        inner, most, budget = 1, max(timing.queries, timing.min_samples), timing.query_budget
+    else:
+        inner = calibrate(workload, device, tensors, timing.sample_time)
+        most, budget = timing.max_samples, timing.budget
     samples: list[float] = []
     started = time.perf_counter()
-    while len(samples) < timing.max_samples and (
-        len(samples) < timing.min_samples or time.perf_counter() - started < timing.budget
+    while len(samples) < most and (
+        len(samples) < timing.min_samples or time.perf_counter() - started < budget
     ):
         samples.append(_time_block(device, workload.run, tensors, workload.options, inner))
     return samples, inner

@@ -12,7 +12,7 @@ import pandas as pd
 
 from benchmarks.schema.records import Results, RunRecord
 from reports import claims, plots, tables
-from reports.figures import autograd, int8, jit, parallel, science
+from reports.figures import autograd, int8, jit, mlperf, parallel, science
 from reports.frame import Inputs, load_inputs
 from reports.section import Section
 
@@ -158,7 +158,7 @@ def suites_part(inputs: Inputs, baseline: str | None) -> list[Section]:
     ]
 
 
-FIGURES = (jit, int8, parallel, science, autograd)
+FIGURES = (jit, int8, mlperf, parallel, science, autograd)
 
 
 def figures_part(inputs: Inputs, baseline: str | None) -> list[Section]:

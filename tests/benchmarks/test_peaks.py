@@ -67,13 +67,13 @@ def test_host_bandwidth_is_the_best_rate_of_its_kernels(monkeypatch):
 
 def test_cpu_opencl_tvm_and_onnxruntime_devices_say_they_are_on_host_memory():
     assert hal.device("cpu").capabilities.memory == "host"
-    for name in ("opencl", "tvm", "onnxruntime"):  # PoCL, llvm and the CPU provider here
+    on_cpu = {"opencl": lambda d: d.is_cpu, "tvm": lambda d: d.info.kind == "llvm",
+              "onnxruntime": lambda d: d.provider == "CPUExecutionProvider"}
+    for name, is_cpu in on_cpu.items():  # PoCL, llvm and the CPU provider here
         backend = hal.backend(name)
         if backend.is_available() and backend.device_count():
             device = hal.device(name)
-            on_cpu = {"opencl": lambda: device.is_cpu, "tvm": lambda: device.info.kind == "llvm",
-                      "onnxruntime": lambda: device.provider == "CPUExecutionProvider"}[name]()
-            assert device.capabilities.memory == ("host" if on_cpu else None), device.name
+            assert device.capabilities.memory == ("host" if is_cpu(device) else None), name
 
 
 def test_host_devices_share_the_host_figure_and_drop_their_own():

@@ -11,6 +11,7 @@ from benchmarks.stats import (
     median_ci_indices,
     speedup,
     summarize,
+    tail_percentiles,
 )
 
 
@@ -88,3 +89,11 @@ def test_geometric_mean():
     assert np.isnan(geometric_mean([]))
     with pytest.raises(ValueError, match="positive"):
         geometric_mean([1.0, -1.0])
+
+
+def test_tail_percentiles_are_observed_samples():
+    s = summarize(np.arange(1.0, 101.0)[::-1])  # 100 latencies, in any order
+    assert (s.p90, s.p99) == (90.0, 99.0)  # 90 (99) of the 100 at or below them
+    assert tail_percentiles([3.0, 1.0, 2.0]) == (3.0, 3.0)  # few samples: the slowest
+    with pytest.raises(ValueError, match="no samples"):
+        tail_percentiles([])
