@@ -79,7 +79,7 @@ def _devices_table(results: list[Results]) -> pd.DataFrame:
                     "device": d.name,
                     "name": d.capabilities.get("name", ""),
                     "peak GFLOP/s": ", ".join(f"{k}: {v:.4g}" for k, v in sorted(flops.items())),
-                    "peak GB/s": f"{d.peaks['gbps']:.4g}" if d.peaks.get("gbps") else "",
+                    "peak GB/s": tables.bandwidth_cell(d.peaks),
                     "peaks measured in run": d.peaks_from or "",
                 }
             )

@@ -48,6 +48,23 @@ def _status(row: pd.Series) -> str:
     return f"{text}: {row['error']}" if row["error"] else text
 
 
+def bandwidth_cell(peaks: dict) -> str:
+    """A device's bandwidth peak with the memory it belongs to and what measured it, e.g.
+    `11.9 (host memory, numba copy, 2 threads; last-level cache 480 MiB; load 0.52)`."""
+    if not peaks.get("gbps"):
+        return ""
+    memory = peaks.get("memory") or {}
+    if not memory:
+        return f"{peaks['gbps']:.4g}"
+    facts = [f"{memory['name']} memory" + (f", {memory['kernel']}" if memory.get("kernel")
+                                            else "")]
+    if memory.get("cache_bytes"):
+        facts.append(f"last-level cache {memory['cache_bytes'] / 2**20:.0f} MiB")
+    if memory.get("load") is not None:
+        facts.append(f"load {memory['load']:.2f}")
+    return f"{peaks['gbps']:.4g} ({'; '.join(facts)})"
+
+
 def _pct_of_peak(row: pd.Series) -> str:
     """% of peak: "in cache" where the bytes fit in the memory's cache (no % of its
     bandwidth), a figure above 100 with its reason (`benchmarks.peaks.percent_of_peak`)."""
