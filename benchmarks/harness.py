@@ -156,7 +156,8 @@ class _Recorder:
         kernel reaches on a memory is its practical peak)."""
         host = self.host_memory
         rate = m.metrics.get("gbps") if m.status == "ok" else None
-        if not host or not rate or rate <= host["gbps"] or in_cache(m.bytes, host["cache_bytes"]):
+        if not (host and rate and rate > host["gbps"]) or in_cache(m.bytes,
+                                                                   host.get("cache_bytes")):
             return
         self.host_memory = {**host, "gbps": rate, "kernel": f"{m.workload} on {m.device}",
                             "run": self.run.id}
