@@ -190,8 +190,10 @@ class _Recorder:
         self.outcome.measured += 1
         self.outcome.failed += m.status in ("failed", "timeout")
         if measuring and m.status == "ok":
-            # Peaks measured now replace those an earlier run left in the cache.
-            mine = device.peaks if device.peaks_from == self.run.id else {}
+            # Peaks measured now replace those an earlier run left in the cache (the host
+            # memory's, measured apart, stay).
+            mine = device.peaks if device.peaks_from == self.run.id else with_memory_peak(
+                {}, device.capabilities, device.name, self.host_memory)
             device.peaks = merge_peak(mine, task.workload.peak, m)
             device.peaks_from = self.run.id
             self.save_run()

@@ -242,10 +242,11 @@ def derived_metrics(record: Measurement, median: float, peaks: dict[str, Any]) -
 
 
 def merge_peak(peaks: dict[str, Any], kind: str, record: Measurement) -> dict[str, Any]:
-    """Peaks with `record`'s rate folded in (the best rate seen is the practical peak)."""
+    """Peaks with `record`'s rate folded in (the best rate seen is the practical peak); what
+    else they hold (the memory's facts) stays."""
     if record.status != "ok":
         return peaks
-    merged = {"gflops": dict(peaks.get("gflops") or {}), "gbps": peaks.get("gbps")}
+    merged = {**peaks, "gflops": dict(peaks.get("gflops") or {}), "gbps": peaks.get("gbps")}
     rate = record.metrics.get(kind)
     if kind == "gflops" and rate:
         merged["gflops"][record.dtype] = max(rate, merged["gflops"].get(record.dtype, 0.0))

@@ -123,6 +123,10 @@ def test_a_host_stream_beyond_the_cache_raises_every_host_devices_peak(tmp_path)
         recorder.opened(cpu, {"memory": "host"})
         recorder.opened(ocl, {"memory": "host"})
         assert cpu.peaks["gbps"] == ocl.peaks["gbps"] == 20.0
+        gemm = plan(Config(suites=["peak"], dtypes=["float32"]), ["cpu:0"])[0]
+        recorder.measured(cpu, gemm, Measurement("peak", "gemm", "cpu", "cpu:0", "float32",
+                                                 metrics={"gflops": 100.0}))
+        assert cpu.peaks["gflops"] == {"float32": 100.0} and cpu.peaks["gbps"] == 20.0
         tasks = plan(Config(suites=["peak"], dtypes=["float64"]), ["opencl:0"])
         task = next(t for t in tasks if t.workload.name == "stream_triad")
         small = Measurement("peak", "stream_add", "opencl", "opencl:0", "float64",
@@ -137,3 +141,4 @@ def test_a_host_stream_beyond_the_cache_raises_every_host_devices_peak(tmp_path)
     cached = load_cached_peaks(tmp_path / "cache", "fp")
     assert cached[HOST_MEMORY]["gbps"] == 25.0 and cached[HOST_MEMORY]["run"] == "now"
     assert "opencl:0" not in cached  # no peak of its own was measured
+    assert cached["cpu:0"] == {"gflops": {"float32": 100.0}, "run": "now"}  # not the host's
