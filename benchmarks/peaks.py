@@ -2,8 +2,10 @@
 
 A device's FLOP/s peaks are its own (the best GEMM rate of the `peak` suite on it). Its
 bandwidth peak belongs to the memory its tensors live in: every device on host memory
-(capability `memory == "host"`) shares the host's figure (`benchmarks.bandwidth`), while a
-device with memory of its own keeps the best STREAM rate of the `peak` suite on it. The
+(capability `memory == "host"`) shares the host's figure (`benchmarks.bandwidth`, raised
+by any backend's STREAM workload beyond the cache that beats it: the best rate any kernel
+reaches on a memory is its practical peak), while a device with memory of its own keeps
+the best STREAM rate of the `peak` suite on it. The
 peaks dict of a device holds `gflops` (dtype -> GFLOP/s), `gbps` and `memory`: the memory's
 name, its cache size and what measured its bandwidth.
 
