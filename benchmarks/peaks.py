@@ -86,7 +86,7 @@ def percent_of_peak(metrics: Mapping[str, float], nbytes: float | None, dtype: s
     if in_cache(nbytes, memory.get("cache_bytes")):
         return None, IN_CACHE
     pct = 100.0 * metrics["gbps"] / peaks["gbps"]
+    load = f", measured at load {memory['load']:.1f}" if memory.get("load") is not None else ""
     note = (f"above the {memory.get('name', 'memory')} bandwidth peak ({peaks['gbps']:.4g} "
-            f"GB/s, {memory.get('kernel') or 'peak suite'}): the peak was measured under "
-            f"load {memory.get('load', 0) or 0:.1f}" if pct > 100.0 else "")
+            f"GB/s by {memory.get('kernel') or 'the peak suite'}{load})" if pct > 100.0 else "")
     return pct, note
