@@ -100,12 +100,12 @@ def median_ci(
     return float(x[lo]), float(x[hi]), coverage
 
 
-def tail_percentiles(samples: ArrayLike) -> tuple[float, float]:
-    """The 90th and 99th percentiles: the smallest samples with at least 90% (99%) of the
-    samples at or below them (an observed time, never interpolated; the maximum when there
-    are fewer than 100 samples for the 99th)."""
-    p90, p99 = np.percentile(_samples(samples), [90, 99], method="inverted_cdf")
-    return float(p90), float(p99)
+def latency_percentiles(samples: ArrayLike) -> tuple[float, float, float]:
+    """The 50th, 90th and 99th percentiles: the smallest samples with at least 50% (90%,
+    99%) of the samples at or below them (an observed time, never interpolated; the maximum
+    when there are fewer than 100 samples for the 99th)."""
+    p50, p90, p99 = np.percentile(_samples(samples), [50, 90, 99], method="inverted_cdf")
+    return float(p50), float(p90), float(p99)
 
 
 def summarize(samples: ArrayLike, confidence: float = DEFAULT_CONFIDENCE) -> Summary:
@@ -113,7 +113,7 @@ def summarize(samples: ArrayLike, confidence: float = DEFAULT_CONFIDENCE) -> Sum
     percentiles of one sample set."""
     x = _samples(samples)
     q1, median, q3 = np.percentile(x, [25, 50, 75])
-    p90, p99 = tail_percentiles(x)
+    _, p90, p99 = latency_percentiles(x)
     mean = float(np.mean(x))
     cv = float(np.std(x, ddof=1) / mean) if x.size > 1 and mean != 0 else 0.0
     low, high, coverage = median_ci(x, confidence)

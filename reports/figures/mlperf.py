@@ -22,7 +22,7 @@ from __future__ import annotations
 import pandas as pd
 
 from benchmarks.schema.records import Measurement, Results
-from benchmarks.stats import tail_percentiles
+from benchmarks.stats import latency_percentiles
 from reports.figures.lookup import case_and_label, number
 from reports.frame import format_seconds
 from reports.section import Block, Section
@@ -107,9 +107,8 @@ def _latency(m: Measurement, q: str) -> str:
     where a sample is the mean of several calls rather than one query."""
     if m.status != "ok" or scenario(m) != "single-stream" or not m.stats:
         return ""
-    value = m.stats.get("median" if q == "p50" else q)
-    if value is None and m.samples:  # a record from before the summary kept them
-        value = dict(zip(("p90", "p99"), tail_percentiles(m.samples), strict=True))[q]
+    value = dict(zip(("p50", "p90", "p99"), latency_percentiles(m.samples), strict=True))[q] \
+        if m.samples else m.stats.get(q)
     text = format_seconds(value)
     return f"{text} (of {m.inner_loops}-call means)" if text and m.inner_loops > 1 else text
 
