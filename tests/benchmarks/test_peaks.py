@@ -103,6 +103,8 @@ def test_percent_of_peak_in_cache_above_and_flops():
     assert pct == pytest.approx(150.0) and "above the host bandwidth peak (20 GB/s" in note
     pct, note = percent_of_peak({"gflops": 25.0, "gbps": 60.0}, 2**20, "float32", peaks)
     assert pct == pytest.approx(50.0) and note == ""  # a FLOP rate is held against FLOP/s
+    pct, note = percent_of_peak({"gflops": 50.0 * (1 + 1e-15)}, None, "float32", peaks)
+    assert note == ""  # the peak's own workload, up to rounding
     pct, note = percent_of_peak({"gflops": 75.0}, None, "float32", peaks)
     assert pct == pytest.approx(150.0) and "best GEMM rate" in note
     assert percent_of_peak({"gbps": 10.0}, 2**30, "float64", {}) == (None, "")
