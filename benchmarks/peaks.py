@@ -48,12 +48,12 @@ def with_memory_peak(peaks: Mapping[str, Any], capabilities: Mapping[str, Any], 
                      host: Mapping[str, Any] | None) -> dict[str, Any]:
     """`peaks` with the bandwidth peak of the device's memory: the host's figure on host
     memory (none while the host's is unknown: a per-backend figure is no memory's peak),
-    else the device's own with its cache size where the device names it."""
+    else the device's own, with its cache size where the device names one."""
     if on_host(capabilities):
         own = {k: v for k, v in peaks.items() if k not in _MEMORY_FIELDS}
         return {**own, "gbps": host["gbps"], "memory": memory_entry(host)} if host else own
     cache = (capabilities.get("extra") or {}).get("l2_cache_bytes")
-    return {**peaks, "memory": {"name": device, "cache_bytes": cache}}
+    return {**peaks, "memory": {"name": device, "cache_bytes": cache}} if cache else dict(peaks)
 
 
 def own_peaks(peaks: Mapping[str, Any], capabilities: Mapping[str, Any]) -> dict[str, Any]:
