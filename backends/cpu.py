@@ -200,6 +200,7 @@ class CpuDevice(hal.Device):
             "vendor": platform.machine(),
             "runtime_version": f"numpy {np.__version__}",
             "memory_bytes": host.memory_bytes(),
+            "memory": "host",
             "compute_units": os.cpu_count(),
             "extra": {"blas": _blas(), "threads": hal.settings.threads},
         }

@@ -118,13 +118,15 @@ class NullDevice(hal.Device):
 
     def _describe(self) -> dict:
         """Vendor: facts read from the device; any of the keys name, vendor, driver_version,
-        runtime_version, memory_bytes, compute_units, extra (a dict of anything else)."""
+        runtime_version, memory_bytes, memory ("host" where tensors live in host memory: its
+        devices share one bandwidth peak), compute_units, extra (a dict of anything else)."""
         return {
             "name": "null device (host memory, no kernels)",
             "vendor": "hal",
             "driver_version": hal.__version__,
             "runtime_version": None,
             "memory_bytes": self._memory_bytes,
+            "memory": "host",
             "compute_units": 1,
             "extra": {"memory": "host bytearrays"},
         }

@@ -8,7 +8,9 @@ Every record is appended and fsynced to `<out>/<run-id>.jsonl` as it arrives, so
 keeps what was measured and `--resume RUN` finishes the run without redoing it; the
 file's lock refuses a resume while the run is still being written. Peaks measured by the
 `peak` suite go into the run record and a per-setup cache, and give later measurements
-their % of peak.
+their % of peak: a device's own FLOP/s peaks (and bandwidth, on memory of its own), keyed
+by device, and the host memory's bandwidth, keyed by that memory and shared by every
+device on host memory (`benchmarks.peaks`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import hal
+from benchmarks.bandwidth import measure_host_bandwidth
 from benchmarks.isolation import PACKAGE_ROOT, DeviceRunner
+from benchmarks.peaks import HOST, in_cache, measures_peak, on_host, own_peaks, with_memory_peak
 from benchmarks.plan import BenchError, Config, Task, plan, resolve_devices
 from benchmarks.schema.environment import new_run
 from benchmarks.schema.files import ResultWriter, read_results
@@ -51,13 +55,17 @@ def setup_fingerprint(run: RunRecord) -> str:
     ).compute_fingerprint()
 
 
+HOST_MEMORY = f"memory:{HOST}"  # the cache key of the host memory's bandwidth peak
+
+
 def _peaks_cache(cache_dir: Path) -> Path:
-    """The file holding measured peaks per setup fingerprint and device."""
+    """The file holding measured peaks per setup fingerprint, device and memory."""
     return cache_dir / "peaks.json"
 
 
 def load_cached_peaks(cache_dir: Path, fingerprint: str) -> dict[str, dict[str, Any]]:
-    """Peaks measured earlier on this setup: device -> {"gflops", "gbps", "run"}."""
+    """Peaks measured earlier on this setup: device -> {"gflops", "gbps", "run"}, and
+    HOST_MEMORY -> the host memory's bandwidth (`benchmarks.bandwidth`) with its "run"."""
     try:
         data = json.loads(_peaks_cache(cache_dir).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -68,13 +76,14 @@ def load_cached_peaks(cache_dir: Path, fingerprint: str) -> dict[str, dict[str, 
 def save_cached_peaks(
     cache_dir: Path, fingerprint: str, device: str, peaks: dict[str, Any], run_id: str
 ) -> None:
-    """Remember a device's measured peaks for later runs on this setup."""
+    """Remember a device's (or, under HOST_MEMORY, the host memory's) measured peaks for
+    later runs on this setup."""
     path = _peaks_cache(cache_dir)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         data = {}
-    data.setdefault(fingerprint, {})[device] = {**peaks, "run": run_id}
+    data.setdefault(fingerprint, {})[device] = {"run": run_id, **peaks}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1), encoding="utf-8")
 
@@ -122,9 +131,11 @@ class _Recorder:
         progress: Progress,
         outcome: Outcome,
         records: dict[MeasurementKey, Measurement],
+        host_memory: dict[str, Any] | None = None,
     ):
         self.run, self.writer, self.machine, self.cache_dir = run, writer, machine, cache_dir
         self.progress, self.outcome, self.records = progress, outcome, records
+        self.host_memory = host_memory
         self.bar = progress.add_task("bench", total=outcome.planned)
 
     def needs(self, key: MeasurementKey, round_: int) -> bool:
@@ -132,39 +143,85 @@ class _Recorder:
         m = self.records.get(key)
         return m is None or (m.status == "ok" and m.rounds <= round_)
 
+    def cache_peaks(self, key: str, peaks: dict[str, Any]) -> None:
+        """Keep peaks for later runs on this setup (a warning where they cannot be kept)."""
+        try:
+            save_cached_peaks(self.cache_dir, self.machine, key, peaks, self.run.id)
+        except OSError as exc:
+            warnings.warn(f"peaks not cached in {self.cache_dir}: {exc}", stacklevel=3)
+
+    def _host_stream(self, m: Measurement) -> None:
+        """A backend's STREAM kernel on host memory beyond the cache that beats the host
+        kernels becomes the host memory's peak, for every device on it (the best rate any
+        kernel reaches on a memory is its practical peak)."""
+        host = self.host_memory
+        rate = m.metrics.get("gbps") if m.status == "ok" else None
+        if not (host and rate and rate > host["gbps"]) or in_cache(m.bytes,
+                                                                   host.get("cache_bytes")):
+            return
+        self.host_memory = {**host, "gbps": rate, "kernel": f"{m.workload} on {m.device}",
+                            "run": self.run.id}
+        for device in filter(lambda d: on_host(d.capabilities), self.run.devices):
+            device.peaks = with_memory_peak(device.peaks, device.capabilities, device.name,
+                                            self.host_memory)
+        self.save_run()
+        self.cache_peaks(HOST_MEMORY, self.host_memory)
+
     def save_run(self) -> None:
         """Rewrite the run record (the last one in the file wins)."""
         self.run.fingerprint = self.run.compute_fingerprint()
         self.writer.write_run(self.run)
 
     def opened(self, device: DeviceRecord, capabilities: dict[str, Any]) -> None:
-        """A child opened `device`: keep its capabilities (peaks live beside them)."""
+        """A child opened `device`: keep its capabilities (peaks live beside them) and give
+        it its memory's bandwidth peak."""
         device.capabilities = {k: v for k, v in capabilities.items() if k != "peaks"}
+        device.peaks = with_memory_peak(device.peaks, capabilities, device.name, self.host_memory)
         self.save_run()
 
     def measured(self, device: DeviceRecord, task: Task, m: Measurement) -> None:
         """Append a measurement (pooled with its earlier rounds); fold peaks in."""
+        measuring = measures_peak(task.workload.peak, device.capabilities)
         if m.key in self.records:  # a peak workload has no % of a peak still being measured
-            peaks = {} if task.workload.peak else device.peaks
+            peaks = {} if measuring else device.peaks
             m = merge_rounds(self.records[m.key], m, peaks)
         self.records[m.key] = m
         self.writer.write(m)
         self.outcome.measured += 1
         self.outcome.failed += m.status in ("failed", "timeout")
-        if task.workload.peak and m.status == "ok":
-            # Peaks measured now replace those an earlier run left in the cache.
-            mine = device.peaks if device.peaks_from == self.run.id else {}
+        if measuring and m.status == "ok":
+            # Peaks measured now replace those an earlier run left in the cache (the host
+            # memory's, measured apart, stay).
+            mine = device.peaks if device.peaks_from == self.run.id else with_memory_peak(
+                {}, device.capabilities, device.name, self.host_memory)
             device.peaks = merge_peak(mine, task.workload.peak, m)
             device.peaks_from = self.run.id
             self.save_run()
-            try:
-                save_cached_peaks(
-                    self.cache_dir, self.machine, device.name, device.peaks, self.run.id
-                )
-            except OSError as exc:
-                warnings.warn(f"peaks not cached in {self.cache_dir}: {exc}", stacklevel=2)
+            self.cache_peaks(device.name, own_peaks(device.peaks, device.capabilities))
+        elif task.workload.peak == "gbps" and on_host(device.capabilities):
+            self._host_stream(m)
         label = f"{m.device} {m.suite}/{m.workload} {m.dtype}"
         self.progress.update(self.bar, advance=1, description=f"{label} {m.status}")
+
+
+def _host_memory(config: Config, cached: dict[str, Any] | None, console: Console,
+                 run_id: str) -> dict[str, Any] | None:
+    """The host memory's bandwidth peak: measured now when the run has the `peak` suite
+    (an earlier run's figure on this setup stays where it is higher: the best rate seen is
+    the practical peak), else the cached one, else None (no % of a bandwidth peak on host
+    devices)."""
+    if "peak" not in config.suites:
+        return cached
+    now = {**measure_host_bandwidth(repeats=5 if config.quick else 10), "run": run_id}
+    kept = cached if cached and cached["gbps"] > now["gbps"] else now
+    cache = f"{now['cache_bytes'] / 2**20:.0f} MiB" if now["cache_bytes"] else "unknown"
+    console.print(
+        f"host memory: {now['gbps']:.3g} GB/s ({now['kernel']}, arrays of "
+        f"{now['array_bytes'] / 2**20:.0f} MiB, last-level cache {cache}, load "
+        f"{now['load']:.2f})" + ("" if kept is now else
+                                f"; {kept['gbps']:.3g} GB/s kept from run {kept.get('run')}")
+    )
+    return kept
 
 
 def _warn_if_busy(console: Console) -> None:
@@ -230,6 +287,9 @@ def run_bench(
         )
         recorder = _Recorder(run, writer, machine, cache_dir, progress, outcome, records)
         try:
+            recorder.host_memory = _host_memory(config, cached.get(HOST_MEMORY), console, run.id)
+            if recorder.host_memory and "peak" in config.suites:
+                recorder.cache_peaks(HOST_MEMORY, recorder.host_memory)
             recorder.save_run()
             with progress:
                 for round_ in range(config.rounds):  # devices alternate order between rounds
@@ -243,6 +303,7 @@ def run_bench(
                             config,
                             functools.partial(recorder.measured, device),
                             functools.partial(recorder.opened, device),
+                            recorder.host_memory,
                         ).run(todo)
             outcome.completed = True
         except KeyboardInterrupt:

@@ -65,9 +65,11 @@ class DeviceRunner:
         config: Config,
         on_record: Callable[[Task, Measurement], None],
         on_device: Callable[[dict[str, Any]], None],
+        host_memory: dict[str, Any] | None = None,
     ):
         self.device, self.config = device.name, config
         self.record = device  # its peaks, current when a child starts, seed the child's
+        self.host_memory = host_memory  # the host memory's bandwidth peak, for host devices
         self.on_record, self.on_device = on_record, on_device
 
     def run(self, tasks: list[Task]) -> None:
@@ -82,6 +84,7 @@ class DeviceRunner:
             "device": self.device,
             "timing": vars(self.config.timing()),
             "peaks": self.record.peaks,
+            "host_memory": self.host_memory,
             "tasks": [(t.suite, t.index, t.dtype) for t in tasks],
         }
         env = {

@@ -1,10 +1,11 @@
 """Honest statistics on raw timing samples (seconds per call).
 
-The headline is the median; spread is the IQR and the coefficient of variation; the
-uncertainty of the median is a distribution-free order-statistic confidence interval
-(as asv's `_stats.py` does). Speedups are ratios of medians with a seeded bootstrap
-CI, significance is a Mann-Whitney U test, and summaries across workloads use the
-geometric mean.
+The headline is the median; spread is the IQR and the coefficient of variation; the tail
+is the 90th and 99th percentiles (latency percentiles, as MLPerf reports them, where each
+sample is one call); the uncertainty of the median is a distribution-free order-statistic
+confidence interval (as asv's `_stats.py` does). Speedups are ratios of medians with a
+seeded bootstrap CI, significance is a Mann-Whitney U test, and summaries across
+workloads use the geometric mean.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class Summary:
     ci_low: float
     ci_high: float
     ci_coverage: float
+    p90: float
+    p99: float
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON records."""
@@ -97,10 +100,20 @@ def median_ci(
     return float(x[lo]), float(x[hi]), coverage
 
 
+def latency_percentiles(samples: ArrayLike) -> tuple[float, float, float]:
+    """The 50th, 90th and 99th percentiles: the smallest samples with at least 50% (90%,
+    99%) of the samples at or below them (an observed time, never interpolated; the maximum
+    when there are fewer than 100 samples for the 99th)."""
+    p50, p90, p99 = np.percentile(_samples(samples), [50, 90, 99], method="inverted_cdf")
+    return float(p50), float(p90), float(p99)
+
+
 def summarize(samples: ArrayLike, confidence: float = DEFAULT_CONFIDENCE) -> Summary:
-    """Median, min, max, mean, quartiles, IQR, CV and the median's CI of one sample set."""
+    """Median, min, max, mean, quartiles, IQR, CV, the median's CI and the 90th and 99th
+    percentiles of one sample set."""
     x = _samples(samples)
     q1, median, q3 = np.percentile(x, [25, 50, 75])
+    _, p90, p99 = latency_percentiles(x)
     mean = float(np.mean(x))
     cv = float(np.std(x, ddof=1) / mean) if x.size > 1 and mean != 0 else 0.0
     low, high, coverage = median_ci(x, confidence)
@@ -117,6 +130,8 @@ def summarize(samples: ArrayLike, confidence: float = DEFAULT_CONFIDENCE) -> Sum
         ci_low=low,
         ci_high=high,
         ci_coverage=coverage,
+        p90=p90,
+        p99=p99,
     )
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import hal
 from benchmarks.first_call import measure_first_call
 from benchmarks.footprint import measure_footprint
+from benchmarks.peaks import percent_of_peak
 from benchmarks.schema.records import Check, Measurement, Placement
 from benchmarks.stats import summarize
 from benchmarks.workload import Workload
@@ -31,7 +32,9 @@ from benchmarks.workload import Workload
 @dataclass(frozen=True)
 class TimingOptions:
     """How to measure: samples wanted, time per sample, budget per measurement, and the
-    CPU-fallback policy (`error`, `warn` or `allow`) the workload runs under."""
+    CPU-fallback policy (`error`, `warn` or `allow`) the workload runs under. A
+    single-stream workload takes up to `queries` samples of one call each within
+    `query_budget` seconds (at least `min_samples`), for its latency percentiles."""
 
     warmup: int = 2
     min_samples: int = 10
@@ -39,6 +42,8 @@ class TimingOptions:
     sample_time: float = 0.01
     budget: float = 2.0
     fallback: str = "error"
+    queries: int = 200  # enough for a p99 that is not the slowest query
+    query_budget: float = 10.0
 
     def per_round(self, rounds: int) -> TimingOptions:
         """The share of one round when a measurement is split into `rounds` rounds."""
@@ -47,12 +52,16 @@ class TimingOptions:
             min_samples=math.ceil(self.min_samples / rounds),
             max_samples=math.ceil(self.max_samples / rounds),
             budget=self.budget / rounds,
+            queries=math.ceil(self.queries / rounds),
+            query_budget=self.query_budget / rounds,
         )
 
     @classmethod
     def quick(cls) -> TimingOptions:
-        """Fewer, shorter samples for `--quick` runs (8 still give a 99% CI: [min, max])."""
-        return cls(warmup=1, min_samples=8, max_samples=15, sample_time=0.005, budget=0.5)
+        """Fewer, shorter samples for `--quick` runs (8 still give a 99% CI: [min, max]; 100
+        queries a 99th percentile that is the slowest)."""
+        return cls(warmup=1, min_samples=8, max_samples=15, sample_time=0.005, budget=0.5,
+                   queries=100, query_budget=5.0)
 
 
 def sync_method(device: hal.Device) -> str:
@@ -196,22 +205,29 @@ def _sample(
 ) -> tuple[list[float], int]:
     """Warm up (discarded), calibrate the inner loop, then sample.
 
-    At least `min_samples` are taken; more, up to `max_samples`, while within `budget`.
+    At least `min_samples` are taken; more, up to `max_samples`, while within `budget`. A
+    single-stream workload's samples are single calls (queries), up to `queries` of them
+    within `query_budget`.
     """
     for _ in range(timing.warmup):
         _time_block(device, workload.run, tensors, workload.options, 1)
-    inner = calibrate(workload, device, tensors, timing.sample_time)
+    if workload.single_stream:
+        inner, most, budget = 1, max(timing.queries, timing.min_samples), timing.query_budget
+    else:
+        inner = calibrate(workload, device, tensors, timing.sample_time)
+        most, budget = timing.max_samples, timing.budget
     samples: list[float] = []
     started = time.perf_counter()
-    while len(samples) < timing.max_samples and (
-        len(samples) < timing.min_samples or time.perf_counter() - started < timing.budget
+    while len(samples) < most and (
+        len(samples) < timing.min_samples or time.perf_counter() - started < budget
     ):
         samples.append(_time_block(device, workload.run, tensors, workload.options, inner))
     return samples, inner
 
 
 def derived_metrics(record: Measurement, median: float, peaks: dict[str, Any]) -> dict[str, float]:
-    """GFLOP/s, GB/s, items/s and % of the device's measured peak from the median time."""
+    """GFLOP/s, GB/s, items/s and % of the device's measured peak from the median time (no
+    % of the memory's bandwidth peak for bytes that fit in its cache: `benchmarks.peaks`)."""
     metrics: dict[str, float] = {}
     if record.flops:
         metrics["gflops"] = record.flops / median / 1e9
@@ -219,19 +235,18 @@ def derived_metrics(record: Measurement, median: float, peaks: dict[str, Any]) -
         metrics["gbps"] = record.bytes / median / 1e9
     if record.items:
         metrics["items_per_s"] = record.items / median
-    peak_flops = (peaks.get("gflops") or {}).get(record.dtype)
-    if "gflops" in metrics and peak_flops:
-        metrics["pct_of_peak"] = 100.0 * metrics["gflops"] / peak_flops
-    elif "gbps" in metrics and peaks.get("gbps"):
-        metrics["pct_of_peak"] = 100.0 * metrics["gbps"] / peaks["gbps"]
+    pct, _ = percent_of_peak(metrics, record.bytes, record.dtype, peaks)
+    if pct is not None:
+        metrics["pct_of_peak"] = pct
     return metrics
 
 
 def merge_peak(peaks: dict[str, Any], kind: str, record: Measurement) -> dict[str, Any]:
-    """Peaks with `record`'s rate folded in (the best rate seen is the practical peak)."""
+    """Peaks with `record`'s rate folded in (the best rate seen is the practical peak); what
+    else they hold (the memory's facts) stays."""
     if record.status != "ok":
         return peaks
-    merged = {"gflops": dict(peaks.get("gflops") or {}), "gbps": peaks.get("gbps")}
+    merged = {**peaks, "gflops": dict(peaks.get("gflops") or {}), "gbps": peaks.get("gbps")}
     rate = record.metrics.get(kind)
     if kind == "gflops" and rate:
         merged["gflops"][record.dtype] = max(rate, merged["gflops"].get(record.dtype, 0.0))

@@ -1,10 +1,10 @@
 """The child process that measures one device: `python -m benchmarks.worker < job.json`.
 
 The job (JSON on stdin) names the device, the tasks (suite, workload index, dtype), the
-timing options and the peaks known so far. Messages go back as JSON lines on the
-original stdout; everything else the process prints is moved to stderr so that library
-chatter cannot corrupt the protocol. Messages: `device` (its capabilities), `start` and
-`measurement` per task.
+timing options, the peaks known so far and the host memory's bandwidth peak. Messages go
+back as JSON lines on the original stdout; everything else the process prints is moved to
+stderr so that library chatter cannot corrupt the protocol. Messages: `device` (its
+capabilities), `start` and `measurement` per task.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import sys
 from typing import Any, TextIO
 
+from benchmarks.peaks import measures_peak, with_memory_peak
 from benchmarks.timing import TimingOptions, measure, merge_peak
 from benchmarks.workload import suite_workloads
 
@@ -35,16 +36,19 @@ def run_job(job: dict[str, Any], out: TextIO) -> None:
         out.flush()
 
     device = hal.device(job["device"])
-    send({"event": "device", "capabilities": device.capabilities.to_dict()})
+    capabilities = device.capabilities.to_dict()
+    send({"event": "device", "capabilities": capabilities})
     timing = TimingOptions(**job["timing"])
-    peaks: dict[str, Any] = job.get("peaks") or {}
+    peaks = with_memory_peak(job.get("peaks") or {}, capabilities, device.name,
+                             job.get("host_memory"))
     loaded: dict[str, list] = {}
     for task, (suite, index, dtype) in enumerate(job["tasks"]):
         workload = loaded.setdefault(suite, suite_workloads(suite))[index]
         send({"event": "start", "task": task})
         # A peak workload's % of peak would compare it with a peak still being measured.
-        record = measure(workload, suite, dtype, device, timing, None if workload.peak else peaks)
-        if workload.peak:
+        measuring = measures_peak(workload.peak, capabilities)
+        record = measure(workload, suite, dtype, device, timing, None if measuring else peaks)
+        if measuring:
             peaks = merge_peak(peaks, workload.peak, record)
         send({"event": "measurement", "task": task, "record": record.to_dict()})
 

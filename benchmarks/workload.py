@@ -72,7 +72,9 @@ class Workload:
     process left (`benchmarks.first_call`), recorded in the metrics. `facts(*tensors,
     **options)`, called once after the timing with the inputs, returns what the workload
     reports about itself besides time and accuracy (a count, a choice it made, a
-    projection), recorded in the measurement's facts.
+    projection), recorded in the measurement's facts. `single_stream` marks an inference
+    workload timed as MLPerf's single-stream scenario: one query (call) per sample, many
+    of them (`TimingOptions.queries`), so the samples give latency percentiles.
     """
 
     name: str
@@ -88,6 +90,7 @@ class Workload:
     footprint: bool = False
     first_call: bool = False
     facts: Callable[..., dict[str, float | str]] | None = None
+    single_stream: bool = False
 
     def tolerance(self, dtype: str) -> float:
         """Allowed normwise relative error of the output for `dtype`."""

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from benchmarks.peaks import percent_of_peak
 from benchmarks.schema.files import load_results, regular_file
 from benchmarks.schema.records import Measurement, Results, RunRecord
 from reports.conformance import ConformanceRun, is_conformance, read_conformance
@@ -32,8 +33,10 @@ def format_seconds(seconds: float | None) -> str:
     return f"{seconds / 1e-9:.3g} ns"
 
 
-def pct_of_peak(m: Measurement, run: RunRecord) -> float | None:
-    """% of the device's peak in the run record: FLOP/s for its dtype, else GB/s.
+def pct_of_peak(m: Measurement, run: RunRecord) -> tuple[float | None, str]:
+    """(% of the device's peak in the run record, note): FLOP/s for its dtype, else GB/s of
+    the device's memory (`benchmarks.peaks`: the note says "in cache" for bytes that fit in
+    the memory's cache, which have no % of its bandwidth, or why a figure is above 100).
 
     The run record holds the final peaks (the best rates of the `peak` suite), so this
     is preferred to the value the harness stored while the peaks were still being
@@ -41,12 +44,10 @@ def pct_of_peak(m: Measurement, run: RunRecord) -> float | None:
     """
     device = run.device(m.backend, m.device)
     peaks = device.peaks if device is not None else {}
-    peak_flops = (peaks.get("gflops") or {}).get(m.dtype)
-    if m.metrics.get("gflops") and peak_flops:
-        return 100.0 * m.metrics["gflops"] / peak_flops
-    if m.metrics.get("gbps") and peaks.get("gbps"):
-        return 100.0 * m.metrics["gbps"] / peaks["gbps"]
-    return m.metrics.get("pct_of_peak")
+    pct, note = percent_of_peak(m.metrics, m.bytes, m.dtype, peaks)
+    if pct is None and not note:
+        pct = m.metrics.get("pct_of_peak")
+    return pct, note
 
 
 def _row(m: Measurement, results: Results) -> dict[str, Any]:
@@ -83,7 +84,7 @@ def _row(m: Measurement, results: Results) -> dict[str, Any]:
         "gflops": m.metrics.get("gflops"),
         "gbps": m.metrics.get("gbps"),
         "items_per_s": m.metrics.get("items_per_s"),
-        "pct_of_peak": pct_of_peak(m, results.run),
+        **dict(zip(("pct_of_peak", "peak_note"), pct_of_peak(m, results.run), strict=True)),
         "check_passed": None if m.check is None else m.check.passed,
         "max_error": None if m.check is None else m.check.max_error,
         "quality": {} if m.check is None else dict(m.check.quality),

@@ -12,7 +12,7 @@ import pandas as pd
 
 from benchmarks.schema.records import Results, RunRecord
 from reports import claims, plots, render, summary, tables
-from reports.figures import autograd, int8, jit, parallel, science
+from reports.figures import autograd, int8, jit, mlperf, parallel, science
 from reports.frame import Inputs, load_inputs
 from reports.history import history_sections
 from reports.section import Section
@@ -71,7 +71,7 @@ def _devices_table(results: list[Results]) -> pd.DataFrame:
                     "device": d.name,
                     "name": d.capabilities.get("name", ""),
                     "peak GFLOP/s": ", ".join(f"{k}: {v:.4g}" for k, v in sorted(flops.items())),
-                    "peak GB/s": f"{d.peaks['gbps']:.4g}" if d.peaks.get("gbps") else "",
+                    "peak GB/s": tables.bandwidth_cell(d.peaks),
                     "peaks measured in run": d.peaks_from or "",
                 }
             )
@@ -161,7 +161,7 @@ def suites_part(inputs: Inputs, baseline: str | None) -> list[Section]:
     ]
 
 
-FIGURES = (jit, int8, parallel, science, autograd)
+FIGURES = (jit, int8, mlperf, parallel, science, autograd)
 
 
 def figures_part(inputs: Inputs, baseline: str | None) -> list[Section]:

@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from benchmarks.peaks import IN_CACHE
 from benchmarks.stats import geometric_mean, speedup
 from reports.conformance import (
     CATEGORIES,
@@ -49,6 +50,33 @@ def _status(row: pd.Series) -> str:
     return f"{text}: {row['error']}" if row["error"] else text
 
 
+def bandwidth_cell(peaks: dict) -> str:
+    """A device's bandwidth peak with the memory it belongs to and what measured it, e.g.
+    `11.9 (host memory, numba copy, 2 threads; last-level cache 480 MiB; load 0.52)`."""
+    if not peaks.get("gbps"):
+        return ""
+    memory = peaks.get("memory") or {}
+    if not memory:
+        return f"{peaks['gbps']:.4g}"
+    facts = [f"{memory['name']} memory" + (f", {memory['kernel']}" if memory.get("kernel")
+                                            else "")]
+    if memory.get("cache_bytes"):
+        facts.append(f"last-level cache {memory['cache_bytes'] / 2**20:.0f} MiB")
+    if memory.get("load") is not None:
+        facts.append(f"load {memory['load']:.2f}")
+    return f"{peaks['gbps']:.4g} ({'; '.join(facts)})"
+
+
+def _pct_of_peak(row: pd.Series) -> str:
+    """% of peak: "in cache" where the bytes fit in the memory's cache (no % of its
+    bandwidth), a figure above 100 with its reason (`benchmarks.peaks.percent_of_peak`)."""
+    note = row.get("peak_note") or ""
+    if note == IN_CACHE:
+        return note
+    text = _number(row["pct_of_peak"], ".1f")
+    return f"{text}: {note}" if text and note else text
+
+
 def suite_table(frame: pd.DataFrame) -> pd.DataFrame:
     """One suite's rows: workload x backend with median, CI, CV, rates, % of peak, status
     (the whole reason of a skip or failure; the fallback calls of a measurement with any)."""
@@ -64,7 +92,7 @@ def suite_table(frame: pd.DataFrame) -> pd.DataFrame:
             "CV %": (100 * rows["cv"].astype(float)).map(lambda v: _number(v, ".1f")),
             "GFLOP/s": rows["gflops"].map(_number),
             "GB/s": rows["gbps"].map(_number),
-            "% peak": rows["pct_of_peak"].map(lambda v: _number(v, ".1f")),
+            "% peak": rows.apply(_pct_of_peak, axis=1),
             "status": rows.apply(_status, axis=1),
         }
     ).reset_index(drop=True)

@@ -90,6 +90,7 @@ class OnnxRuntimeDevice(hal.Device):
             "vendor": "ONNX Runtime",
             "runtime_version": f"onnxruntime {ort.__version__}",
             "memory_bytes": host.memory_bytes() if on_host else None,
+            "memory": "host" if on_host else None,
             "compute_units": os.cpu_count() if on_host else None,
             "extra": {
                 "provider_options": probe.get_provider_options().get(self.provider, {}),

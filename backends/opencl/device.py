@@ -168,6 +168,7 @@ class OpenCLDevice(hal.Device):
             "driver_version": d.driver_version,
             "runtime_version": d.platform.version,
             "memory_bytes": d.global_mem_size,
+            "memory": "host" if self.is_cpu else None,  # a CPU device's buffers are host memory
             "compute_units": d.max_compute_units,
             "extra": {
                 "platform": d.platform.name,

@@ -142,6 +142,7 @@ class TVMDevice(hal.Device):
             "driver_version": f"tvm {tvm.__version__}",
             "runtime_version": f"llvm {tvm.support.libinfo().get('LLVM_VERSION', '?')}",
             "memory_bytes": hal.host.memory_bytes() if on_host else None,
+            "memory": "host" if on_host else None,
             "compute_units": conf.get("num-cores"),
             "extra": {
                 "target": conf,

@@ -19,6 +19,9 @@ class Capabilities:
     driver_version: str | None = None
     runtime_version: str | None = None
     memory_bytes: int | None = None
+    # "host" where the tensors live in host memory (devices on it share one bandwidth
+    # peak); None for memory of the device's own
+    memory: str | None = None
     compute_units: int | None = None
     dtypes: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()  # ops with a kernel of this backend

@@ -13,7 +13,8 @@ from benchmarks.suites import int8
 from benchmarks.timing import TimingOptions, measure
 from benchmarks.workload import suite_workloads
 
-TINY = TimingOptions(warmup=0, min_samples=1, max_samples=1, sample_time=0.0, budget=0.0)
+TINY = TimingOptions(warmup=0, min_samples=1, max_samples=1, sample_time=0.0, budget=0.0,
+                     queries=1, query_budget=0.0)
 
 
 def _workload(name: str, batch: int):

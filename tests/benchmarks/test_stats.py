@@ -6,6 +6,7 @@ from scipy import stats as sps
 
 from benchmarks.stats import (
     geometric_mean,
+    latency_percentiles,
     mann_whitney_p,
     median_ci,
     median_ci_indices,
@@ -88,3 +89,12 @@ def test_geometric_mean():
     assert np.isnan(geometric_mean([]))
     with pytest.raises(ValueError, match="positive"):
         geometric_mean([1.0, -1.0])
+
+
+def test_latency_percentiles_are_observed_samples():
+    s = summarize(np.arange(1.0, 101.0)[::-1])  # 100 latencies, in any order
+    assert (s.p90, s.p99) == (90.0, 99.0)  # 90 (99) of the 100 at or below them
+    assert latency_percentiles(np.arange(1.0, 101.0)) == (50.0, 90.0, 99.0)  # median: 50.5
+    assert latency_percentiles([3.0, 1.0, 2.0]) == (2.0, 3.0, 3.0)  # few samples: the slowest
+    with pytest.raises(ValueError, match="no samples"):
+        latency_percentiles([])

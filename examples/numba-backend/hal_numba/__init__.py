@@ -51,6 +51,7 @@ class NumbaDevice(hal.Device):
                               f"{'.'.join(map(str, llvm.llvm_version_info))})",
             "runtime_version": f"numba {numba.__version__}",
             "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+            "memory": "host",
             "compute_units": numba.config.NUMBA_NUM_THREADS,
             "extra": {"llvm_target": llvm.get_process_triple(), "llvm_cpu": target,
                       "cpu_features": numba.config.CPU_FEATURES or "host"},
