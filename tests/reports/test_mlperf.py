@@ -82,6 +82,6 @@ def test_the_report_has_the_section_and_marks_in_cache_rows(tmp_path):
     assert cells["bytes=16777216"] == "in cache"  # 40 GB/s from the cache, no % of DRAM
     assert cells["bytes=1073741824"] == "50.0"
     assert cells["bytes=2147483648"].startswith("120.0: above the host bandwidth peak (10 GB/s")
-    md = build_report([path], tmp_path / "o")[0].read_text()
+    md = build_report([path], tmp_path / "o")[3].read_text()  # report-details.md
     assert "## MLPerf-style inference" in md and "single-stream" in md
     assert "10 (host memory, numba copy, 2 threads; last-level cache 32 MiB; load 0.30)" in md
