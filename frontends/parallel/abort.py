@@ -11,11 +11,18 @@ HAL_PARALLEL_ABORT_ON_ERROR=0).
 
 from __future__ import annotations
 
+import fcntl
+import os
+import stat
+import struct
 import sys
+import termios
 import time
 import traceback
 
-ABORT_GRACE_S = 1.0  # between the message and the abort: the process manager forwards it
+ABORT_GRACE_S = 1.0  # after the message, where it cannot be seen read: the manager forwards it
+READ_WAIT_S = 15.0  # at most, for the process manager to read the message out of the pipe
+FORWARD_S = 0.2  # once read, for it to pass the message on before the abort follows
 _hooked = False  # whether abort_on_uncaught_exceptions has installed its hook
 
 
@@ -28,14 +35,34 @@ def rank_message(reason: str) -> str:
 
 
 def abort_job(message: str, status: int) -> None:
-    """Write `message` to stderr, wait ABORT_GRACE_S for the process manager to forward it,
-    then end every rank of the job (this one too) with exit status `status`."""
+    """Write `message` to stderr, wait until the process manager has read it, then end every
+    rank of the job (this one too) with exit status `status`.
+
+    An abort kills the manager's readers too: a message still in the pipe is lost. On a
+    loaded machine a fixed wait lost it, so the wait watches the pipe drain (FIONREAD) and
+    falls back to ABORT_GRACE_S where stderr is not a pipe."""
     from mpi4py import MPI
 
     sys.stderr.write(message + "\n")
     sys.stderr.flush()
-    time.sleep(ABORT_GRACE_S)
+    time.sleep(FORWARD_S if _pipe_drained(sys.stderr, READ_WAIT_S) else ABORT_GRACE_S)
     MPI.COMM_WORLD.Abort(status)
+
+
+def _pipe_drained(stream, limit_s: float) -> bool:
+    """Whether `stream` is a pipe whose reader took every byte within `limit_s` seconds."""
+    try:
+        fd = stream.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        deadline = time.monotonic() + limit_s
+        while struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+    except (OSError, ValueError):  # no descriptor, or one that cannot say
+        return False
 
 
 def abort_on_uncaught_exceptions() -> None:

@@ -19,7 +19,7 @@ BACKEND_HOOKS = ("why_unavailable", "device_count", "_load_kernels", "_open_devi
                  "compile", "compile_fused", "capture", "replay", "unsupported_on", "dtypes")
 BACKEND_SETTINGS = ("name", "api_version", "kernels", "unsupported")
 DESCRIBE_KEYS = {"name", "vendor", "driver_version", "runtime_version", "memory_bytes",
-                 "compute_units", "extra"}
+                 "memory", "compute_units", "extra"}
 
 
 def _section(title: str) -> str:
