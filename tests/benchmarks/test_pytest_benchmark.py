@@ -101,6 +101,7 @@ def test_report_and_compare_accept_pytest_benchmark_files(pytest_benchmark_json,
     assert "## Suite `pytest-benchmark`" in details and "test_tiny.py::test_sum" in details
     summary = (tmp_path / "r" / "report.md").read_text()
     assert "refused the CPU fallback" not in summary + details  # hal ran none of it
+    assert "## Op coverage" not in details  # nor any hal op
     assert main(["compare", str(pytest_benchmark_json), str(pytest_benchmark_json)]) == 0
     assert "4 unchanged" in capsys.readouterr().out
 
