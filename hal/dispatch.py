@@ -239,8 +239,9 @@ def record(op: str, device: str, dtype: str, how: str, moved: int = 0) -> None:
 _SCALARS = (bool, int, float, complex, np.generic)
 
 
-# (op, then device, dtype, shape of each operand) -> (kernel, result shape, result dtype,
-# name of the key dtype): calls of one or two Tensor operands and no parameters that ran
+# (op, then device, dtype, shape of each operand, then the parameters' (name, value) pairs)
+# -> (kernel, result shape, result dtype, name of the key dtype): calls of one or two Tensor
+# operands and no parameters, or one Tensor operand and parameters, that ran
 # the device's kernel eagerly once, checked, so that the same call again skips operand
 # checks, promotion, the meta rule and the result check. Keys hold everything these
 # depend on (a device's kernel table is read once per key); the rest of what could change
@@ -257,6 +258,15 @@ def call(spec: ops.OpSpec, *args, **params) -> Tensor:
         if fn is None:
             fn = _functions[spec.name, len(args)] = (unary, binary)[len(args) - 1](spec)
         return fn(*args)
+    if len(args) == 1 and type(args[0]) is Tensor and len(_stack.get()) == 1:
+        x = args[0]  # one operand and parameters (an FFT, a reduction): bound with them
+        try:
+            hit = _bound.get((spec.name, x.device, x.dtype, x.shape, *params.items(),
+                              *map(type, params.values())))
+        except TypeError:  # an unhashable parameter (a list): never bound
+            hit = None
+        if hit is not None:
+            return _run_bound(hit, spec, x.device, args, x.native)
     return _call(spec, args, params)
 
 
@@ -334,6 +344,18 @@ def binary(spec: ops.OpSpec) -> Callable[[object, object], Tensor]:
 _NUMBERS = frozenset((int, float))  # exact types: a bool or numpy scalar is not bound
 
 
+def _keyable(value, top: bool = True) -> bool:
+    """Whether a parameter value may sit in a `_bound` key (beside its type): every value
+    equal to it of its type calls for the same result. None, a string, an int, a bool (not
+    inside a tuple, where its type is not keyed), a float other than 0.0 and NaN (whose
+    equal -0.0 and unequal self would mislead), or a tuple of these."""
+    if type(value) is tuple:
+        return all(_keyable(v, False) for v in value)
+    if type(value) is float:
+        return value == value and value != 0.0
+    return value is None or type(value) in (str, int) or (top and type(value) is bool)
+
+
 def _run_bound(hit: tuple, spec: ops.OpSpec, device, args: tuple, *natives) -> Tensor:
     """A bound call: the kernel on the natives, wrapped as the first call's result was."""
     kernel, shape, dtype, key_dtype = hit
@@ -358,9 +380,11 @@ def _kernel_raised(spec: ops.OpSpec, device, args: tuple, e: Exception) -> Kerne
 _new = object.__new__
 
 
-def _bind(spec: ops.OpSpec, device, given: tuple, args: tuple, out: tuple) -> None:
+def _bind(spec: ops.OpSpec, device, given: tuple, args: tuple, out: tuple,
+          params: dict) -> None:
     """Remember a call that just ran the device's kernel eagerly (see `_bound`): Tensor
-    operands as given, or a Tensor and an int or float (made the constant `args` holds)."""
+    operands as given, or a Tensor and an int or float (made the constant `args` holds),
+    or one Tensor and parameters that a key tells apart (see `_keyable`)."""
     if spec.domain is not None:
         return
     kernel = device.kernels.get((spec.name, args[spec.key].dtype))
@@ -368,7 +392,15 @@ def _bind(spec: ops.OpSpec, device, given: tuple, args: tuple, out: tuple) -> No
         return
     if getattr(kernel, "takes_meta", False):
         kernel = functools.partial(kernel, out_shape=out[0], out_dtype=out[1])
-    if args is given:
+    if params:
+        if len(given) != 1 or type(given[0]) is not Tensor or args is not given \
+                or not all(_keyable(v) for v in params.values()):
+            return
+        kernel = functools.partial(kernel, **params)
+        x = given[0]
+        key = (spec.name, x.device, x.dtype, x.shape, *params.items(),
+               *map(type, params.values()))  # True == 1, but axis=True is no axis
+    elif args is given:
         if not all(type(a) is Tensor for a in args):
             return
         key = (spec.name, *[x for a in args for x in (a.device, a.dtype, a.shape)])
@@ -438,9 +470,8 @@ def _call(spec: ops.OpSpec, args: tuple, params: dict) -> Tensor:
         shapes.check_rank(spec.name, out[0])
     stack = _stack.get()
     value, how = stack[-1].process(spec, device, args, params, out)
-    if how == "kernel" and len(args) <= 2 and len(stack) == 1 and not params \
-            and (args is given) is not scalars:
-        _bind(spec, device, given, args, out)
+    if how == "kernel" and len(args) <= 2 and len(stack) == 1 and (args is given) is not scalars:
+        _bind(spec, device, given, args, out, params)
     return value
 
 

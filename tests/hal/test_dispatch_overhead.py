@@ -230,3 +230,33 @@ def test_a_bound_call_with_a_number_names_it_when_the_kernel_raises(cpu, monkeyp
     monkeypatch.setitem(dispatch._bound, key, (broken, shape, dtype, name))
     with pytest.raises(hal.KernelError, match=r"multiply on cpu:0 .*float32\(3,\), 7.0"):
         x * 7.0
+
+
+def test_one_tensor_and_parameters_are_bound_with_the_parameters(cpu, monkeypatch):
+    rng = np.random.default_rng(1)
+    a = rng.random((3, 8))
+    c = (a + 1j * rng.random((3, 8))).astype(np.complex64)
+    x, z = hal.asarray(a, device=cpu), hal.asarray(c, device=cpu)
+    cases = [(lambda: hal.sum(x, axis=0), a.sum(axis=0)),
+             (lambda: hal.sum(x, axis=1, keepdims=True), a.sum(axis=1, keepdims=True)),
+             (lambda: hal.fft.fft(z), np.fft.fft(c)),
+             (lambda: hal.fft.fft(z, norm="ortho"), np.fft.fft(c, norm="ortho")),
+             (lambda: hal.fft.fft(z, axis=0), np.fft.fft(c, axis=0))]
+    for op, _ in cases:
+        op()
+    slow = []
+    monkeypatch.setattr(dispatch, "_call", lambda *args: slow.append(args) or _call(*args))
+    for op, want in cases:  # each its own parameters' result
+        np.testing.assert_allclose(op().numpy(), want, rtol=2e-6, atol=1e-5)
+    assert slow == []
+
+
+def test_parameters_a_key_cannot_tell_apart_are_not_bound(cpu):
+    x = hal.asarray(np.arange(6.0).reshape(2, 3), device=cpu)
+    for _ in range(2):
+        np.testing.assert_array_equal(hal.sum(x, axis=1).numpy(), [3.0, 12.0])
+        with pytest.raises(hal.HalError, match="sum"):  # True == 1, yet no axis
+            hal.sum(x, axis=True)
+        with pytest.raises(hal.HalError, match="sum"):
+            hal.sum(x, axis=[1])  # unhashable: the checked way
+    assert [k for k in dispatch._bound if k[0] == "sum" and k[3] == (2, 3)]  # axis=1 was
