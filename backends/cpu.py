@@ -181,6 +181,12 @@ class CpuDevice(hal.Device):
     def _empty(self, shape: tuple, dtype: np.dtype) -> np.ndarray:
         return np.empty(shape, dtype)
 
+    def empty_factory(self, shape, dtype):
+        """numpy's own np.empty bound to the checked shape and dtype (no frame of ours: a
+        jitted graph calls it for each result it hands out)."""
+        checked = super().empty_factory(shape, dtype)
+        return functools.partial(np.empty, *checked.args)
+
     def _upload(self, array: np.ndarray) -> np.ndarray:
         return array  # host memory is this device's memory
 
