@@ -13,6 +13,10 @@ reads commands from stdin, one per line, and every rank runs each:
                                 this job is busy alone, not while others start)
     stats                       collective seconds and calls so far, the cost model's table
                                 (once calibrated)
+    pipeline                    with pp > 1: each stage's measured bubble in the last step
+                                (its idle share: the step's time outside its forwards and
+                                backwards), the formula (p-1)/(m+p-1), and the sends and
+                                recvs each stage issued so far
     quit
 
 Rank 0 answers each with one JSON line on stdout: {"loss": ...} (with lr 0 the parameters
@@ -34,6 +38,7 @@ import traceback
 import numpy as np
 
 from . import cost
+from .pipeline import bubble
 from .trainer import Trainer
 
 
@@ -52,7 +57,8 @@ def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
                 out.write(json.dumps(obj) + "\n")
                 out.flush()
 
-        answer({"ready": True, "ranks": world.Get_size(), "dp": trainer.dp, "tp": trainer.tp})
+        answer({"ready": True, "ranks": world.Get_size(), "dp": trainer.dp, "pp": trainer.pp,
+                "tp": trainer.tp})
         while True:
             command = _next_command(world, lines)
             if not command or command[0] == "quit":
@@ -74,6 +80,14 @@ def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
                 answer({"collective_seconds": trainer.collective_seconds(),
                         "calls": sum(sum(g.counts.values()) for g in groups),
                         "cost_model": model.table() if model else None})
+            elif command[0] == "pipeline" and trainer.stage is not None:
+                stage, pp = trainer.stage, trainer.mesh.groups["pp"]
+                measured = trainer.mesh.comm("pp").gather(
+                    (stage.bubble(), pp.counts["send"], pp.counts["recv"]), root=0)
+                answer({"bubble": [b for b, _, _ in measured or []],
+                        "formula": bubble(stage.count, trainer.config["microbatches"]),
+                        "sends": [n for _, n, _ in measured or []],
+                        "recvs": [n for _, _, n in measured or []]})
             else:
                 answer({"error": f"unknown command {command[0]!r}"})
 
