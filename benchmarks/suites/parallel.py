@@ -30,8 +30,10 @@ reason on the others.
   microbatches; facts: each stage's measured bubble (the share of the step outside its
   forwards and backwards, from their timestamps; the median over a few steps) beside the
   formula (p-1)/(m+p-1), and each stage's sends and recvs per step against m (its one
-  neighbour; 2m(p-1) of each over p stages). The formula assumes equal stages and free messages: the last stage also holds
-  the head and the loss, and on 2 cores each stage competes with the driver.
+  neighbour; 2m(p-1) of each over p stages). The formula assumes equal stages and free
+  messages, but the last stage also holds the head and the loss: `uneven_formula` is the
+  bubble the stages' measured work predicts (the slowest sets the pace:
+  `pipeline.uneven_bubbles`). On 2 cores each stage competes with the driver.
 - `command_floor`: a 4-byte all_reduce per command on the 2-rank job: what a command
   costs besides its work (0.5-0.6 ms here, 1% of a step).
 - `gpt3_175b_plan[gpus]`: the planner (`frontends.parallel.planner`) searching the plans
@@ -122,6 +124,8 @@ def _bubble_facts(microbatches: int):
         for stage in range(len(rows[-1]["bubble"])):
             found[f"measured/stage{stage}"] = float(np.median([r["bubble"][stage]
                                                                for r in rows]))
+            found[f"uneven_formula/stage{stage}"] = float(np.median([r["uneven"][stage]
+                                                                     for r in rows]))
             for kind in ("sends", "recvs"):
                 found[f"{kind}_per_step/stage{stage}"] = \
                     (rows[-1][kind][stage] - before[kind][stage]) / FACT_STEPS

@@ -101,6 +101,16 @@ def bubble(stages: int, microbatches: int) -> float:
     return (stages - 1) / (microbatches + stages - 1)
 
 
+def uneven_bubbles(busy: list[float], microbatches: int) -> list[float]:
+    """Each stage's bubble when stage s spends busy[s] seconds on its m forwards and
+    backwards and messages are free: the step lasts sum(t) + (m - 1) max(t), t = busy / m
+    per microbatch (the slowest stage sets the pace), of which stage s works busy[s]. With
+    equal stages this is `bubble`."""
+    per = [b / microbatches for b in busy]
+    step = sum(per) + (microbatches - 1) * max(per)
+    return [1.0 - b / step for b in busy]
+
+
 def held_activations(kind: str, stages: int, stage: int, microbatches: int) -> int:
     """The most microbatches whose activations `stage` holds at once under the schedule
     (GPipe: m; 1F1B: min(p - s, m))."""
@@ -146,7 +156,7 @@ class Stage:
     `time.perf_counter`, between `started` and `ended`.
     """
 
-    def __init__(self, model, mesh, axis: str, tp_axis: str):
+    def __init__(self, model, mesh, axis: str, tp_axis: str, sequence_parallel: bool = False):
         links = pieces(model)
         self.mesh, self.axis = mesh, axis
         self.index, self.count = mesh.coords[axis], mesh.shape[mesh.names.index(axis)]
@@ -158,7 +168,8 @@ class Stage:
                       if any(n == p or n.startswith(p + ".") for link in mine for p in link.paths)]
         self.model = _chain(model, mine)
         if tp_axis in mesh.names and mesh.shape[mesh.names.index(tp_axis)] > 1:
-            self.model = parallelize(self.model, mesh, tp_axis)
+            self.model = parallelize(self.model, mesh, tp_axis,
+                                     sequence_parallel=sequence_parallel)
         self._before = _chain(model, links[:self.runs[self.index].start])  # for input shapes
         self._shapes: dict[tuple, tuple] = {}
         self.timeline: list[tuple[str, int, float, float]] = []
@@ -229,10 +240,13 @@ class Stage:
         self.ended = time.perf_counter()
         return (float(np.mean(losses)) if self.last else None), total
 
+    def busy(self) -> float:
+        """Seconds of the last step this stage spent in its Fs and Bs."""
+        return sum(end - start for _, _, start, end in self.timeline)
+
     def bubble(self) -> float:
         """The share of the last step's time this stage spent outside its Fs and Bs."""
-        busy = sum(end - start for _, _, start, end in self.timeline)
-        return 1.0 - busy / (self.ended - self.started)
+        return 1.0 - self.busy() / (self.ended - self.started)
 
     def _input_like(self, inputs: Tensor) -> Tensor:
         """A tensor shaped like this stage's input for a microbatch of `inputs` (the output
@@ -245,7 +259,9 @@ class Stage:
         return hal.zeros(shape, dtype=dtype, device=inputs.device)
 
 
-def pipeline(model, mesh, axis: str = "pp", *, tp_axis: str = "tp") -> Stage:
+def pipeline(model, mesh, axis: str = "pp", *, tp_axis: str = "tp",
+             sequence_parallel: bool = False) -> Stage:
     """This rank's stage of `model` (see the module) over the mesh's `axis`, its pieces
-    parallelized over `tp_axis` when the mesh has it with more than one rank."""
-    return Stage(model, mesh, axis, tp_axis)
+    parallelized over `tp_axis` when the mesh has it with more than one rank (sequence
+    parallel with `sequence_parallel`)."""
+    return Stage(model, mesh, axis, tp_axis, sequence_parallel)

@@ -15,8 +15,9 @@ reads commands from stdin, one per line, and every rank runs each:
                                 (once calibrated)
     pipeline                    with pp > 1: each stage's measured bubble in the last step
                                 (its idle share: the step's time outside its forwards and
-                                backwards), the formula (p-1)/(m+p-1), and the sends and
-                                recvs each stage issued so far
+                                backwards), the formula (p-1)/(m+p-1), the bubbles its
+                                stages' measured work predicts (`uneven_bubbles`), and the
+                                sends and recvs each stage issued so far
     quit
 
 Rank 0 answers each with one JSON line on stdout: {"loss": ...} (with lr 0 the parameters
@@ -38,7 +39,7 @@ import traceback
 import numpy as np
 
 from . import cost
-from .pipeline import bubble
+from .pipeline import bubble, uneven_bubbles
 from .trainer import Trainer
 
 
@@ -83,11 +84,15 @@ def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
             elif command[0] == "pipeline" and trainer.stage is not None:
                 stage, pp = trainer.stage, trainer.mesh.groups["pp"]
                 measured = trainer.mesh.comm("pp").gather(
-                    (stage.bubble(), pp.counts["send"], pp.counts["recv"]), root=0)
-                answer({"bubble": [b for b, _, _ in measured or []],
-                        "formula": bubble(stage.count, trainer.config["microbatches"]),
-                        "sends": [n for _, n, _ in measured or []],
-                        "recvs": [n for _, _, n in measured or []]})
+                    (stage.bubble(), stage.busy(), pp.counts["send"], pp.counts["recv"]),
+                    root=0) or []
+                m = trainer.config["microbatches"]
+                answer({"bubble": [row[0] for row in measured],
+                        "formula": bubble(stage.count, m),
+                        "uneven": uneven_bubbles([row[1] for row in measured], m)
+                        if measured else [],
+                        "sends": [row[2] for row in measured],
+                        "recvs": [row[3] for row in measured]})
             else:
                 answer({"error": f"unknown command {command[0]!r}"})
 

@@ -80,6 +80,9 @@ def _options(parser: argparse.ArgumentParser) -> None:
     add("--dp", type=int, default=d["dp"], help="data-parallel ranks (default: ranks / tp)")
     add("--tp", type=int, default=d["tp"], help="tensor-parallel ranks (default 1)")
     add("--pp", type=int, default=d["pp"], help="pipeline stages (default 1)")
+    add("--sp", action="store_true",
+        help="sequence parallel: the activations between tp-split layers sharded along the "
+             "sequence (needs --tp 2 or more)")
     add("--microbatches", type=int, default=d["microbatches"],
         help="microbatches per step with --pp (default: one per stage)")
     add("--schedule", choices=("1f1b", "gpipe"), default=d["schedule"],

@@ -35,7 +35,8 @@ from .pipeline import SCHEDULES, pipeline
 
 DEFAULTS = {
     "steps": 200, "batch": 8, "seq": 64, "dim": 128, "layers": 2, "heads": 4, "lr": 3e-3,
-    "dp": None, "tp": 1, "pp": 1, "microbatches": None, "schedule": "1f1b", "zero": 0,
+    "dp": None, "tp": 1, "pp": 1, "sp": False, "microbatches": None, "schedule": "1f1b",
+    "zero": 0,
     "bucket_mb": 25.0, "seed": 0, "dtype": "float32",
     "optimizer": "adamw", "eager": False, "debug": None, "timeout": None, "log_every": 20,
     "sample": 120, "prompt": "The memory ",
@@ -93,6 +94,9 @@ def check_config(config: Mapping, ranks: int) -> dict:
     elif dp >= 1 and c["batch"] % dp == 0 and (c["batch"] // dp) % m:
         problems.append(f"--batch {c['batch']} / --dp {dp} = {c['batch'] // dp} windows per "
                         f"dp rank do not split into --microbatches {m}; make it a multiple")
+    if c["sp"] and (tp < 2 or c["seq"] % tp):
+        problems.append(f"--sp shards the sequence over the tp ranks: it needs --tp 2 or more "
+                        f"and --seq {c['seq']} a multiple of --tp {tp}")
     if c["schedule"] not in SCHEDULES:
         problems.append(f"--schedule {c['schedule']!r} must be one of {', '.join(SCHEDULES)}")
     for key in ("steps", "batch", "seq", "dim", "layers", "heads", "log_every"):
@@ -155,8 +159,9 @@ class Trainer:
                          timeout=c["timeout"])
         single = LanguageModel(VOCAB, c["dim"], c["heads"], c["layers"], c["seq"],
                                dtype=hal.dtype(c["dtype"]), seed=c["seed"])
-        self.model = model = parallelize(single, self.mesh, "tp") if tp > 1 else single
-        self.stage = pipeline(single, self.mesh) if pp > 1 else None
+        self.model = model = parallelize(single, self.mesh, "tp", sequence_parallel=c["sp"]) \
+            if tp > 1 else single
+        self.stage = pipeline(single, self.mesh, sequence_parallel=c["sp"]) if pp > 1 else None
 
         def loss(params, ids, targets):
             return cross_entropy(model.call_with(params, ids), targets)

@@ -14,6 +14,7 @@ from frontends.parallel.pipeline import (
     p2p_per_step,
     pieces,
     schedule,
+    uneven_bubbles,
 )
 from hal import HalError
 
@@ -49,6 +50,9 @@ def test_activation_memory_gpipe_holds_all_microbatches_1f1b_at_most_the_stages(
 def test_formulas():
     assert bubble(2, 1) == 0.5 and bubble(2, 4) == pytest.approx(0.2)
     assert bubble(4, 8) == pytest.approx(3 / 11) and bubble(1, 5) == 0.0
+    assert uneven_bubbles([8.0, 8.0, 8.0], 4) == pytest.approx([bubble(3, 4)] * 3)
+    # stage 1 takes 3 s a microbatch, stage 0 1 s: a step of 1 + 3 + 3 * 3 = 13 s
+    assert uneven_bubbles([4.0, 12.0], 4) == pytest.approx([1 - 4 / 13, 1 - 12 / 13])
     assert p2p_per_step(1, 0, 4) == {"send": 0, "recv": 0}
     assert [p2p_per_step(3, s, 4)["send"] for s in range(3)] == [4, 8, 4]
     assert cut(4, 2) == [range(0, 2), range(2, 4)]
@@ -73,6 +77,23 @@ def test_the_lm_and_sequentials_are_chains_of_pieces():
         [("0",), ("1",)]
     with pytest.raises(HalError, match="not a chain of pieces"):
         pieces(nn.Linear(2, 2))
+
+
+@pytest.mark.parametrize("config, ranks, message", [
+    ({"pp": 2, "tp": 2}, 2, "--pp 2 x --tp 2 = 4 does not divide the 2 rank(s)"),
+    ({"dp": 2, "pp": 2}, 2, "--dp 2 x --pp 2 x --tp 1 = 4 ranks, but this job has 2"),
+    ({"pp": 4, "layers": 1}, 4, "--pp 4 stages need at least 4 pieces, but the LM has 3"),
+    ({"pp": 2, "batch": 6, "microbatches": 4}, 2, "6 windows per dp rank do not split into "
+                                                  "--microbatches 4"),
+    ({"pp": 2, "schedule": "zigzag"}, 2, "--schedule 'zigzag' must be one of 1f1b, gpipe"),
+])
+def test_pipeline_configs_that_cannot_run_are_refused(config, ranks, message):
+    from frontends.parallel.corpus import TrainConfigError
+    from frontends.parallel.trainer import check_config
+
+    with pytest.raises(TrainConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        check_config(config, ranks)
+    assert check_config({"pp": 2}, 4)["dp"] == 2 and check_config({"pp": 2}, 4)["microbatches"] == 2
 
 
 # -- on MPI ranks -----------------------------------------------------------------------------
@@ -213,3 +234,49 @@ with Trainer({"pp": 2, "batch": 4, "seq": 8, "dim": 16, "heads": 2, "layers": 2}
     assert proc.returncode != 0
     assert "rank 1 of 2: uncaught RuntimeError" in proc.stderr
     assert "injected in stage 1" in proc.stderr
+
+
+# -- sequence parallel ------------------------------------------------------------------------
+@pytest.mark.mpi
+@pytest.mark.parametrize("layout", [(1, 1, 2), (1, 2, 2)], ids=["tp2-sp", "pp2-tp2-sp"])
+def test_sequence_parallel_training_equals_one_process(run_ranks, layout):
+    dp, pp, tp = layout
+    out = _train(run_ranks, {"dp": dp, "pp": pp, "tp": tp, "sp": True, "microbatches": 2})
+    for rank in out:
+        for split, single in rank["losses"]:
+            assert split == pytest.approx(single, rel=1e-10)
+        assert rank["worst"] < 1e-10
+        assert {k: rank["counts"].get(k, 0) for k in ("send", "recv")} == rank["expected"]
+
+
+@pytest.mark.mpi
+def test_sequence_parallel_forward_gathers_and_scatters_instead_of_all_reducing(run_ranks):
+    """Per block, attention and MLP each: without sp one all_reduce; with sp one all_gather
+    of the sequence-sharded input and one reduce_scatter of the output (the first block's
+    input, the embedding, is whole; the logits are gathered once at the end)."""
+    out = run_ranks(2, '''
+import hal
+from frontends.parallel.annotate import parallelize
+from frontends.parallel.corpus import batches
+from frontends.parallel.language_model import LanguageModel
+from frontends.parallel.mesh import Mesh
+with Mesh((2,), ("tp",)) as mesh:
+    model = LanguageModel(dim=16, heads=2, layers=3, seq=8, dtype=hal.float64, seed=0)
+    ids, _ = next(batches(1, 2, 8))
+    found = {}
+    for sp in (False, True):
+        with hal.placement() as where:
+            logits = parallelize(model, mesh, sequence_parallel=sp)(ids)
+        counts = {}
+        for op, *_ in where.records:
+            if op in ("all_reduce", "all_gather", "reduce_scatter"):
+                counts[op] = counts.get(op, 0) + 1
+        found[str(sp)] = counts
+    single = model(ids).numpy()
+    found["error"] = float(abs(logits.numpy() - single).max() / abs(single).max())
+    emit(found)
+''', env=ENV)
+    for rank in out:
+        assert rank["False"] == {"all_reduce": 6}
+        assert rank["True"] == {"reduce_scatter": 6, "all_gather": 6}
+        assert rank["error"] < 1e-12
