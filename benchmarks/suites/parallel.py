@@ -14,7 +14,9 @@ reason on the others.
   Layouts: 1 rank; dp=2 (25 MiB buckets); dp=2 with bucketing off (one all_reduce per
   gradient); dp=2 with ZeRO-2; tp=2 (Megatron's split written as annotations); pp=2 (two
   pipeline stages, 4 microbatches, 1F1B and GPipe; a stage runs its microbatches op by op,
-  not as one hal.jit graph). The output
+  not as one hal.jit graph); dp=2 op by op with the gradient buckets issued after the
+  backward pass ("dp=2 eager") and during it, each piece's as soon as its backward has
+  run ("dp=2 overlap": `frontends.parallel.overlap`). The output
   (the step's loss) is checked against the same model's loss on the whole batch in this
   process. Facts: the seconds rank 0 spends inside collectives and its collective calls,
   per step (over a few steps after the timing); tp=2 adds the lines of the single-device
@@ -68,6 +70,8 @@ LAYOUTS = {
     "dp=2 buckets off": {"dp": 2, "bucket_mb": 0},
     "dp=2 zero=2": {"dp": 2, "zero": 2},
     "tp=2": {"dp": 1, "tp": 2},
+    "dp=2 eager": {"dp": 2, "eager": True},
+    "dp=2 overlap": {"dp": 2, "overlap": True},
     "pp=2": {"dp": 1, "pp": 2, "microbatches": 4},
     "pp=2 gpipe": {"dp": 1, "pp": 2, "microbatches": 4, "schedule": "gpipe"},
 }

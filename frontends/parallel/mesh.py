@@ -79,6 +79,11 @@ class Pending:
         self._send, self._out, self._dtype = send, out, dtype  # MPI reads and writes them
         self._result = None
 
+    def test(self) -> bool:
+        """Let MPI move the collective on (it progresses only inside MPI calls); whether it
+        has completed."""
+        return self._result is not None or self._request.Test()
+
     def wait(self) -> np.ndarray:
         """Block until the collective completes; the result array."""
         if self._result is None:
@@ -344,12 +349,15 @@ class MPIGroup:
                 "the same order with the same shapes and dtypes")
 
     def _abort(self, started: float, call: Call) -> None:
+        waiting = {"send": "receiving", "recv": "sending"}.get(call.op)
+        why = (f"The peer ({call.detail}) is not {waiting} it (stopped or hung)" if waiting else
+               "Another rank of the group is not issuing this collective (stopped or hung, or "
+               "issuing another one with the debug check off)")
         abort_job(rank_message(
             f"{call} on group {self.name!r} (as its rank {self.rank} of {self.size}) has not "
             f"completed after {time.perf_counter() - started:.1f} s (timeout "
-            f"{self.timeout:g} s); last completed: {self.last or 'none'}. Another rank of the "
-            "group is not issuing this collective (stopped or hung, or issuing another one with "
-            "the debug check off); aborting the job"),
+            f"{self.timeout:g} s); last completed: {self.last or 'none'}. {why}; aborting the "
+            "job"),
             _ABORT_STATUS)
 
 

@@ -139,7 +139,13 @@ def _chain_class(base: type) -> type:
     return cls
 
 
-def _chain(model, links: list[Piece]):
+def parameter_names(model, links: list[Piece]) -> list[str]:
+    """The model's parameters that `links` use, in the model's order."""
+    return [n for n, _ in model.named_parameters()
+            if any(n == p or n.startswith(p + ".") for link in links for p in link.paths)]
+
+
+def run_of(model, links: list[Piece]):
     """A copy of the model whose forward is the run of `links`."""
     copy = model.copy()
     object.__setattr__(copy, "_pieces", tuple(links))
@@ -164,13 +170,12 @@ class Stage:
         self.runs = cut(len(links), self.count)
         mine = [links[i] for i in self.runs[self.index]]
         self.first, self.last = self.index == 0, self.index == self.count - 1
-        self.names = [n for n, _ in model.named_parameters()
-                      if any(n == p or n.startswith(p + ".") for link in mine for p in link.paths)]
-        self.model = _chain(model, mine)
+        self.names = parameter_names(model, mine)
+        self.model = run_of(model, mine)
         if tp_axis in mesh.names and mesh.shape[mesh.names.index(tp_axis)] > 1:
             self.model = parallelize(self.model, mesh, tp_axis,
                                      sequence_parallel=sequence_parallel)
-        self._before = _chain(model, links[:self.runs[self.index].start])  # for input shapes
+        self._before = run_of(model, links[:self.runs[self.index].start])  # for input shapes
         self._shapes: dict[tuple, tuple] = {}
         self.timeline: list[tuple[str, int, float, float]] = []
         self.started = self.ended = 0.0

@@ -7,8 +7,9 @@ measurement.
 all-reduces and the data-parallel gradient reduction (alpha-beta costs of ring and
 hierarchical algorithms on the cluster's links), and the memory each GPU holds (the
 activations of m microbatches under GPipe, at most p under 1F1B); `best` ranks the
-dp x pp x tp choices. ZeRO-3 and sequence parallelism are not modelled. Everything printed
-is labelled a projection.
+dp x pp x tp x sp choices (sequence parallelism shards the activations between
+tensor-parallel layers). ZeRO-3 is not modelled. Everything printed is labelled a
+projection.
 
     python -m frontends.parallel.planner --gpus 512 1024 3072
 """
@@ -16,6 +17,7 @@ is labelled a projection.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -154,17 +156,19 @@ def flops_per_token(model: ModelSpec, recompute: str) -> float:
     return 6 * model.params + extra
 
 
-def activation_bytes(model: ModelSpec, tp: int, micro_batch: int, recompute: str) -> float:
-    """Activation memory per GPU for one micro-batch (Korthikanti et al. 2022, 16-bit, tensor
-    parallel without sequence parallel): s b h (10 + 24/t + 5 a s / (h t)) bytes per layer;
-    selective recomputation drops the 5 a s / (h t) of attention's s x s tensors; full
-    recomputation keeps each layer's input and one layer's full set. Embeddings and logits
-    are left out."""
+def activation_bytes(model: ModelSpec, tp: int, micro_batch: int, recompute: str,
+                     sp: bool = False) -> float:
+    """Activation memory per GPU for one micro-batch (Korthikanti et al. 2022, 16-bit):
+    s b h (10 + 24/t + 5 a s / (h t)) bytes per layer, the 10 (layer norms, dropouts,
+    residuals) divided by t too with sequence parallelism (`sp`); selective recomputation
+    drops the 5 a s / (h t) of attention's s x s tensors; full recomputation keeps each
+    layer's input (1/t of it with sp) and one layer's full set. Embeddings and logits are
+    left out."""
     sbh = model.seq * micro_batch * model.hidden
-    kept = sbh * (10 + 24 / tp)
+    kept = sbh * (10 / (tp if sp else 1) + 24 / tp)
     layer = kept + sbh * 5 * model.heads * model.seq / (model.hidden * tp)
     if recompute == "full":
-        return model.layers * sbh * model.dtype_bytes + layer
+        return model.layers * sbh * model.dtype_bytes / (tp if sp else 1) + layer
     return model.layers * (kept if recompute == "selective" else layer)
 
 
@@ -182,7 +186,8 @@ def held_microbatches(pp: int, microbatches: int, schedule: str) -> int:
 
 
 def project(model: ModelSpec, cluster: ClusterSpec, dp: int, tp: int, *, micro_batch: int,
-            global_batch: int, pp: int = 1, schedule: str = "1f1b", zero: int = 0,
+            global_batch: int, pp: int = 1, schedule: str = "1f1b", sp: bool = False,
+            zero: int = 0,
             bucket: bool = True, overlap: float = 0.0, recompute: str = "none",
             algorithm: str | None = None) -> dict:
     """Projected time and memory of one optimizer step on dp x pp x tp GPUs (a dict;
@@ -194,8 +199,10 @@ def project(model: ModelSpec, cluster: ClusterSpec, dp: int, tp: int, *, micro_b
     idle), and the first microbatch's activations and the last one's gradients cross the
     p-1 stage boundaries on the critical path (2 (p-1) messages of micro_batch*seq*hidden/tp
     values, on the inter-node link when tp*pp spans nodes); `schedule` ("1f1b", "gpipe")
-    sets the activations held (`held_microbatches`). Tensor parallelism: per layer of a
-    stage and micro-batch, 2 forward and 2 backward ring
+    sets the activations held (`held_microbatches`). Sequence parallelism (`sp`, tp > 1)
+    shards the layer norms', dropouts' and residuals' activations over tp; its all_gather
+    and reduce_scatter move what the all_reduce they replace moves, so the time is the
+    same. Tensor parallelism: per layer of a stage and micro-batch, 2 forward and 2 backward ring
     all-reduces (2 more with full recomputation) of micro_batch*seq*hidden activations over
     tp ranks, on the intra-node link when tp <= gpus_per_node, else the inter-node link.
     Data parallelism: the params/tp gradients, in `bucket_bytes` buckets (bucket=False: one
@@ -243,12 +250,13 @@ def project(model: ModelSpec, cluster: ClusterSpec, dp: int, tp: int, *, micro_b
     held = held_microbatches(pp, accumulation, schedule)
     memory = {"weights": weights, "grads": weights / (dp if zero >= 2 else 1),
               "optimizer": model.params / (tp * pp) * OPTIMIZER_BYTES / (dp if zero >= 1 else 1),
-              "activations": activation_bytes(model, tp, micro_batch, recompute) / pp * held}
+              "activations": activation_bytes(model, tp, micro_batch, recompute, sp)
+              / pp * held}
     step = compute + bubble_s + pp_comm + tp_comm + dp_comm - hidden
     tokens_per_s = global_batch * model.seq / step
     return {
         "label": "projection", "model": model.name, "cluster": cluster.name, "gpus": gpus,
-        "dp": dp, "tp": tp, "pp": pp, "schedule": schedule, "microbatches": accumulation,
+        "dp": dp, "tp": tp, "pp": pp, "sp": sp, "schedule": schedule, "microbatches": accumulation,
         "bubble": pipeline_bubble(pp, accumulation), "bubble_s": bubble_s,
         "pp_comm_s": pp_comm, "held_microbatches": held, "zero": zero,
         "recompute": recompute, "bucket": bucket,
@@ -302,8 +310,8 @@ def _check(model, cluster, dp, tp, micro_batch, global_batch, zero, overlap, rec
 def best(model: ModelSpec, cluster: ClusterSpec, *, micro_batch: int = 1,
          global_batch: int = 1536, overlap: float = 0.0, pipeline: bool = True) -> list[dict]:
     """Projections of every valid use of all the cluster's GPUs, tp and pp powers of two
-    (pp 1 only without `pipeline`; 1F1B), with ZeRO 0-2 and each kind of recomputation,
-    bucketed; those that fit in memory first, each group fastest first."""
+    (pp 1 only without `pipeline`; 1F1B), sequence parallel or not, with ZeRO 0-2 and each
+    kind of recomputation, bucketed; those that fit in memory first, each group fastest first."""
     plans = []
     powers = [2**k for k in range(cluster.gpus.bit_length())]
     for tp in powers:
@@ -311,17 +319,16 @@ def best(model: ModelSpec, cluster: ClusterSpec, *, micro_batch: int = 1,
             dp = cluster.gpus // (tp * pp)
             if dp * tp * pp != cluster.gpus:
                 continue
-            for zero in (0, 1, 2):
-                for recompute in RECOMPUTE:
-                    try:
-                        plans.append(project(model, cluster, dp, tp, pp=pp,
-                                             micro_batch=micro_batch,
-                                             global_batch=global_batch, zero=zero,
-                                             overlap=overlap, recompute=recompute))
-                    except HalError:
-                        continue  # this tp or pp does not divide the model, node or batch
+            for zero, recompute, sp in itertools.product((0, 1, 2), RECOMPUTE,
+                                                         (False, True) if tp > 1 else (False,)):
+                try:
+                    plans.append(project(model, cluster, dp, tp, pp=pp, sp=sp,
+                                         micro_batch=micro_batch, global_batch=global_batch,
+                                         zero=zero, overlap=overlap, recompute=recompute))
+                except HalError:
+                    continue  # this tp or pp does not divide the model, node or batch
     return sorted(plans, key=lambda p: (not p["fits"], p["step_s"], p["zero"],
-                                        RECOMPUTE.index(p["recompute"])))
+                                        RECOMPUTE.index(p["recompute"]), not p["sp"]))
 
 
 def naive(model: ModelSpec, cluster: ClusterSpec, *, micro_batch: int = 1,
@@ -338,7 +345,8 @@ def naive(model: ModelSpec, cluster: ClusterSpec, *, micro_batch: int = 1,
 def table(projections: list[dict]) -> str:
     """The projections as a text table, one row each."""
     return tabulate([{
-        "GPUs": p["gpus"], "dp": p["dp"], "pp": p["pp"], "tp": p["tp"], "ZeRO": p["zero"],
+        "GPUs": p["gpus"], "dp": p["dp"], "pp": p["pp"], "tp": p["tp"],
+        "sp": "yes" if p["sp"] else "no", "ZeRO": p["zero"],
         "recompute": p["recompute"], "batch": p["global_batch"],
         "dp algorithm": p["dp_algorithm"] + ("" if p["bucket"] else ", per tensor"),
         "step s": p["step_s"], "compute s": p["compute_s"], "bubble %": 100 * p["bubble"],
@@ -366,7 +374,8 @@ def main(argv=None) -> None:
     print(f"projection (not a measurement): {model.name} ({model.params:.3g} parameters, "
           f"{model.tokens:.3g} tokens) on {base.name} ({base.peak_flops / 1e12:.0f} TFLOP/s "
           f"per GPU at an assumed MFU of {base.mfu}, {base.gpus_per_node} GPUs per node, "
-          f"{base.memory / 1e9:.0f} GB each); alpha-beta communication, 1F1B pipelines")
+          f"{base.memory / 1e9:.0f} GB each); alpha-beta communication, dp x pp x tp with "
+          "1F1B pipelines and sequence parallelism")
     speedups = []
     for gpus in args.gpus:
         cluster = base.with_gpus(gpus)

@@ -83,6 +83,9 @@ def _options(parser: argparse.ArgumentParser) -> None:
     add("--sp", action="store_true",
         help="sequence parallel: the activations between tp-split layers sharded along the "
              "sequence (needs --tp 2 or more)")
+    add("--overlap", action="store_true",
+        help="issue the dp gradient buckets during the backward pass, piece by piece (op by "
+             "op, not hal.jit; needs --dp 2 or more)")
     add("--microbatches", type=int, default=d["microbatches"],
         help="microbatches per step with --pp (default: one per stage)")
     add("--schedule", choices=("1f1b", "gpipe"), default=d["schedule"],

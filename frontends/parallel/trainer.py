@@ -31,12 +31,13 @@ from hal import HalError, Tensor
 from .annotate import parallelize
 from .corpus import TrainConfigError, batches, load_text
 from .language_model import VOCAB, LanguageModel, cross_entropy, generate
+from .overlap import OverlappedStep
 from .pipeline import SCHEDULES, pipeline
 
 DEFAULTS = {
     "steps": 200, "batch": 8, "seq": 64, "dim": 128, "layers": 2, "heads": 4, "lr": 3e-3,
     "dp": None, "tp": 1, "pp": 1, "sp": False, "microbatches": None, "schedule": "1f1b",
-    "zero": 0,
+    "overlap": False, "zero": 0,
     "bucket_mb": 25.0, "seed": 0, "dtype": "float32",
     "optimizer": "adamw", "eager": False, "debug": None, "timeout": None, "log_every": 20,
     "sample": 120, "prompt": "The memory ",
@@ -97,6 +98,9 @@ def check_config(config: Mapping, ranks: int) -> dict:
     if c["sp"] and (tp < 2 or c["seq"] % tp):
         problems.append(f"--sp shards the sequence over the tp ranks: it needs --tp 2 or more "
                         f"and --seq {c['seq']} a multiple of --tp {tp}")
+    if c["overlap"] and (dp < 2 or pp != 1 or c["zero"]):
+        problems.append("--overlap issues the data-parallel gradient buckets during the "
+                        "backward pass: it needs --dp 2 or more, --pp 1 and --zero 0")
     if c["schedule"] not in SCHEDULES:
         problems.append(f"--schedule {c['schedule']!r} must be one of {', '.join(SCHEDULES)}")
     for key in ("steps", "batch", "seq", "dim", "layers", "heads", "log_every"):
@@ -139,10 +143,10 @@ def make_optimizer(c: Mapping) -> optim.Optimizer:
 class Trainer:
     """One rank's training state for a config: the mesh (dp x pp x tp), the model
     (parallelized when tp > 1), the loss and its gradient (one `hal.jit` graph unless
-    `eager`; with pp > 1 this rank's pipeline `stage`, whose parameters are `params`), the
-    optimizer and the data-parallel gradient sync. Collective: every rank of `comm` builds
-    it with the same config, then calls `step` together; `close()` (or a with block) frees
-    the mesh."""
+    `eager`; with pp > 1 this rank's pipeline `stage`, whose parameters are `params`; with
+    `overlap` an `OverlappedStep`), the optimizer and the data-parallel gradient sync.
+    Collective: every rank of `comm` builds it with the same config, then calls `step`
+    together; `close()` (or a with block) frees the mesh."""
 
     def __init__(self, config: Mapping | None = None, comm=None):
         from mpi4py import MPI
@@ -175,6 +179,8 @@ class Trainer:
         self.params = model.trainable()
         if self.stage is not None:
             self.params = {n: self.params[n] for n in self.stage.names if n in self.params}
+        self.overlapped = OverlappedStep(single, self.mesh, self.data_parallel,
+                                         sequence_parallel=c["sp"]) if c["overlap"] else None
         if self.data_parallel:
             self.params = self.data_parallel.broadcast(self.params)
 
@@ -186,6 +192,10 @@ class Trainer:
 
     def step(self, ids: Tensor, targets: Tensor) -> float:
         """One training step on every rank; the loss before it (the mean over the batch)."""
+        if self.overlapped is not None:
+            value, mean = self.overlapped(self.params, ids, targets, cross_entropy)
+            self.params = self.optimizer.step(self.params, mean)
+            return self.mesh.comm("dp").allreduce(float(value)) / self.dp
         if self.stage is None:
             value, grads = self.gradient(self.params, ids, targets)
         else:

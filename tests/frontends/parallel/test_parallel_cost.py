@@ -282,6 +282,17 @@ def test_pipeline_bubble_messages_and_activations_per_schedule():
         project(TINY, TOY, 2, 2, pp=2, micro_batch=1, global_batch=8, schedule="zigzag")
 
 
+def test_sequence_parallel_shards_the_activations_between_split_layers_at_no_time_cost():
+    plain = project(TINY, TOY, 2, 4, micro_batch=1, global_batch=8)
+    sp = project(TINY, TOY, 2, 4, micro_batch=1, global_batch=8, sp=True)
+    sbh = 16 * 64
+    assert sp["memory"]["activations"] == pytest.approx(
+        2 * sbh * (10 / 4 + 24 / 4 + 5 * 8 * 16 / (64 * 4)))
+    assert plain["memory"]["activations"] - sp["memory"]["activations"] == pytest.approx(
+        2 * sbh * (10 - 10 / 4))
+    assert sp["step_s"] == plain["step_s"] and sp["sp"] and not plain["sp"]
+
+
 def test_best_ranks_fitting_plans_first_and_fastest_first():
     plans = planner.best(TINY, TOY, global_batch=64)
     assert plans and all(p["gpus"] == 64 for p in plans)

@@ -280,3 +280,57 @@ with Mesh((2,), ("tp",)) as mesh:
         assert rank["False"] == {"all_reduce": 6}
         assert rank["True"] == {"reduce_scatter": 6, "all_gather": 6}
         assert rank["error"] < 1e-12
+
+
+# -- gradient buckets overlapped with the backward pass ---------------------------------------
+@pytest.mark.mpi
+@pytest.mark.parametrize("layout", [(2, 1, 1), (2, 1, 2)], ids=["dp2", "dp2-tp2-sp"])
+def test_overlapped_buckets_train_as_one_process(run_ranks, layout):
+    dp, _, tp = layout
+    out = _train(run_ranks, {"dp": dp, "tp": tp, "sp": tp > 1, "overlap": True,
+                             "bucket_mb": 0.001})
+    for rank in out:
+        for split, single in rank["losses"]:
+            assert split == pytest.approx(single, rel=1e-10)
+        assert rank["worst"] < 1e-10
+
+
+@pytest.mark.mpi
+def test_overlap_issues_each_pieces_buckets_before_the_backward_of_the_pieces_before_it(
+        run_ranks):
+    out = run_ranks(2, """
+import hal
+from frontends.parallel import overlap
+from frontends.parallel.trainer import Trainer
+config = {"dp": 2, "overlap": True, "batch": 4, "seq": 8, "dim": 16, "heads": 2, "layers": 2,
+          "dtype": "float64"}
+log = []
+vjp = overlap.ag.vjp
+def logged_vjp(f, *primals):
+    y, back = vjp(f, *primals)
+    piece = len([e for e in log if e[0] == "forward"])
+    log.append(("forward", piece))
+    def logged_back(ct):
+        log.append(("backward", piece))
+        return back(ct)
+    return y, logged_back
+overlap.ag.vjp = logged_vjp
+with Trainer(config) as trainer:
+    dp = trainer.data_parallel
+    start = dp.start
+    def logged_start(grads):
+        log.append(("start", sorted({n.split(".")[0] for n in grads})))
+        return start(grads)
+    dp.start = logged_start
+    ids, targets = next(trainer.batches(1))
+    trainer.step(ids, targets)
+    emit({"log": log, "issued": trainer.mesh.groups["dp"].counts["iall_reduce"]})
+""", env=ENV)
+    for rank in out:
+        log = [tuple(e) if e[0] != "start" else ("start", tuple(e[1])) for e in rank["log"]]
+        assert log == [("forward", 0), ("forward", 1), ("forward", 2), ("forward", 3),
+                       ("backward", 3), ("start", ("head", "norm")),
+                       ("backward", 2), ("start", ("blocks",)),
+                       ("backward", 1), ("start", ("blocks",)),
+                       ("backward", 0), ("start", ("positions", "tokens"))]
+        assert rank["issued"] == 4  # one bucket (of 25 MiB at most) per piece
