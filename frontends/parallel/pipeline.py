@@ -250,7 +250,9 @@ class Stage:
         return sum(end - start for _, _, start, end in self.timeline)
 
     def bubble(self) -> float:
-        """The share of the last step's time this stage spent outside its Fs and Bs."""
+        """The share of the last step's time, from this stage's start to its end, that it
+        spent outside its Fs and Bs (the pipeline's bubble counts the step from the first
+        stage's start to the last one's end: the stepper's `pipeline` command)."""
         return 1.0 - self.busy() / (self.ended - self.started)
 
     def _input_like(self, inputs: Tensor) -> Tensor:

@@ -16,7 +16,7 @@ tensors and returns the result with its placement:
   axis carries through, P x R -> P; row-parallel linear with a bias or activation sums
   first (one all_reduce, then bias and activation on the whole; with sequence parallelism
   a reduce_scatter along the sequence axis, the second to last, then bias and activation
-  on the shard).
+  on the shard; a sequence that does not divide over the ranks is summed whole).
 
 Sequence parallelism (Megatron): the residual stream between tensor-parallel blocks lies
 sharded along the sequence (S(1) of (batch, seq, dim)). It follows from the rules above
@@ -46,7 +46,7 @@ import hal
 from hal import HalError, shapes
 from hal.dispatch import call
 
-from .dtensor import DTensor, redistribute
+from .dtensor import DTensor, redistribute, size
 from .dtensor import enter as enter_group
 from .placement import Partial, Replicate, Shard
 
@@ -209,7 +209,8 @@ def _linear(spec, ds, params, sequence_parallel: bool = False) -> DTensor:
     x, w, b = ((*tuple(ds), None))[:3]
     activation = params.get("activation")
     last = x.ndim - 1
-    sequence = Shard(last - 1) if sequence_parallel and x.ndim >= 3 else R
+    sequence = Shard(last - 1) if sequence_parallel and x.ndim >= 3 \
+        and x.shape[last - 1] % size(x.group) == 0 else R  # an uneven sequence stays whole
     if w.placement == Shard(1):  # column parallel: whole input, a shard of the outputs
         x = redistribute(x, R)
         if b is not None:

@@ -14,7 +14,9 @@ reads commands from stdin, one per line, and every rank runs each:
     stats                       collective seconds and calls so far, the cost model's table
                                 (once calibrated)
     pipeline                    with pp > 1: each stage's measured bubble in the last step
-                                (its idle share: the step's time outside its forwards and
+                                (its idle share of the pipeline's step, from the first
+                                stage's start to the last one's end, on the node's
+                                monotonic clock: the time outside its forwards and
                                 backwards), the formula (p-1)/(m+p-1), the bubbles its
                                 stages' measured work predicts (`uneven_bubbles`), and the
                                 sends and recvs each stage issued so far
@@ -84,15 +86,18 @@ def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
             elif command[0] == "pipeline" and trainer.stage is not None:
                 stage, pp = trainer.stage, trainer.mesh.groups["pp"]
                 measured = trainer.mesh.comm("pp").gather(
-                    (stage.bubble(), stage.busy(), pp.counts["send"], pp.counts["recv"]),
-                    root=0) or []
+                    (stage.started, stage.ended, stage.busy(), pp.counts["send"],
+                     pp.counts["recv"]), root=0) or []
                 m = trainer.config["microbatches"]
-                answer({"bubble": [row[0] for row in measured],
+                step = (max(row[1] for row in measured) - min(row[0] for row in measured)
+                        if measured else 0.0)  # the ranks' clocks agree: one node
+                answer({"bubble": [1.0 - row[2] / step for row in measured],
+                        "step_s": step,
                         "formula": bubble(stage.count, m),
-                        "uneven": uneven_bubbles([row[1] for row in measured], m)
+                        "uneven": uneven_bubbles([row[2] for row in measured], m)
                         if measured else [],
-                        "sends": [row[2] for row in measured],
-                        "recvs": [row[3] for row in measured]})
+                        "sends": [row[3] for row in measured],
+                        "recvs": [row[4] for row in measured]})
             else:
                 answer({"error": f"unknown command {command[0]!r}"})
 

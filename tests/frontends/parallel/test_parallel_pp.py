@@ -274,12 +274,15 @@ with Mesh((2,), ("tp",)) as mesh:
         found[str(sp)] = counts
     single = model(ids).numpy()
     found["error"] = float(abs(logits.numpy() - single).max() / abs(single).max())
+    odd = ids[:, :7]  # a sequence that does not divide over the ranks is summed whole
+    sp_odd = parallelize(model, mesh, sequence_parallel=True)(odd).numpy()
+    found["odd_error"] = float(abs(sp_odd - model(odd).numpy()).max() / abs(single).max())
     emit(found)
 ''', env=ENV)
     for rank in out:
         assert rank["False"] == {"all_reduce": 6}
         assert rank["True"] == {"reduce_scatter": 6, "all_gather": 6}
-        assert rank["error"] < 1e-12
+        assert rank["error"] < 1e-12 and rank["odd_error"] < 1e-12
 
 
 # -- gradient buckets overlapped with the backward pass ---------------------------------------
@@ -334,3 +337,31 @@ with Trainer(config) as trainer:
                        ("backward", 1), ("start", ("blocks",)),
                        ("backward", 0), ("start", ("positions", "tokens"))]
         assert rank["issued"] == 4  # one bucket (of 25 MiB at most) per piece
+
+
+def test_the_four_d_script_is_counted():
+    from frontends.parallel.training_scripts import four_d_lines
+
+    # differing: the imports (2), mesh, pipeline, DataParallel, the stage's parameters, the
+    # batch slice, stage.step in place of the jitted gradient, dp.sync, the last stage printing
+    assert four_d_lines() == {"single_device_lines": 14, "four_d_lines": 14,
+                              "four_d_lines_differing": 10}
+
+
+@pytest.mark.mpi
+def test_the_four_d_script_trains_as_the_single_device_one(run_ranks):
+    out = run_ranks(4, """
+import contextlib, io
+from frontends.parallel.training_scripts import FOUR_D, SINGLE_DEVICE
+printed = {}
+for name, script in (("single", SINGLE_DEVICE), ("four_d", FOUR_D)):
+    with contextlib.redirect_stdout(io.StringIO()) as captured:
+        exec(script, {"__name__": name})
+    printed[name] = [float(v) for v in captured.getvalue().split()]
+emit(printed)
+""", env=ENV, timeout=300)
+    for rank, printed in enumerate(out):
+        assert len(printed["single"]) == 20
+        assert len(printed["four_d"]) == (20 if rank >= 2 else 0)  # (pp, tp) = (1, *) print
+        if printed["four_d"]:
+            assert printed["four_d"] == pytest.approx(printed["single"], rel=1e-4)
