@@ -159,7 +159,8 @@ class Stage:
     `index` and `count` (the pp rank and size), `names` (its parameters, in the model's
     order), `forward(params, x)`, `step` (one schedule's forwards and backwards), and
     after each step `timeline`: (op, microbatch, start, end) of each F and B, on
-    `time.perf_counter`, between `started` and `ended`.
+    `time.perf_counter`, between `started` and `ended`, and `held`: the most microbatches
+    whose activations (autograd tapes) it held at once.
     """
 
     def __init__(self, model, mesh, axis: str, tp_axis: str, sequence_parallel: bool = False):
@@ -179,6 +180,7 @@ class Stage:
         self._shapes: dict[tuple, tuple] = {}
         self.timeline: list[tuple[str, int, float, float]] = []
         self.started = self.ended = 0.0
+        self.held = 0  # the most microbatches whose activations the last step held at once
 
     def forward(self, params: Mapping[str, Tensor], x) -> Tensor:
         """This stage's pieces on x with `params` (this stage's, by name)."""
@@ -203,7 +205,7 @@ class Stage:
         pending: dict[int, tuple] = {}  # microbatch -> (its output, its backward)
         total: dict[str, Tensor] = {}
         losses = []
-        self.timeline = []
+        self.timeline, self.held = [], 0
         self.started = time.perf_counter()
         for op, i in order:
             if op == "F":
@@ -227,6 +229,7 @@ class Stage:
                 else:
                     C.send(y, group=group, peer=self.index + 1, tag=ACTIVATION)
                 pending[i] = (y, back)
+                self.held = max(self.held, len(pending))
             else:
                 y, back = pending.pop(i)
                 if self.last:

@@ -104,7 +104,7 @@ from frontends import autograd as ag
 from frontends.parallel.annotate import placements
 from frontends.parallel.corpus import batches
 from frontends.parallel.language_model import VOCAB, LanguageModel, cross_entropy
-from frontends.parallel.pipeline import p2p_per_step
+from frontends.parallel.pipeline import held_activations, p2p_per_step
 from frontends.parallel.placement import Shard
 from frontends.parallel.trainer import Trainer, make_optimizer
 
@@ -132,6 +132,9 @@ with Trainer(config) as trainer:
         worst = max(worst, float(np.max(np.abs(mine.numpy() - full)) / np.max(np.abs(full))))
     emit({"losses": losses, "worst": worst, "names": len(trainer.params),
           "counts": dict(trainer.mesh.groups["pp"].counts), "stage": coords["pp"],
+          "held": trainer.stage.held if trainer.stage else None,
+          "held_formula": held_activations(c["schedule"], c["pp"], coords["pp"],
+                                           c["microbatches"]),
           "expected": {k: STEPS * n for k, n in p2p_per_step(
               c["pp"], coords["pp"], c["microbatches"]).items()}})
 '''
@@ -171,7 +174,10 @@ def test_gpipe_and_1f1b_give_the_same_numbers(run_ranks):
                                                             rel=1e-12)
         assert a["worst"] < 1e-10 and b["worst"] < 1e-10
         assert a["counts"] == b["counts"] == a["expected"]
+        assert (a["held"], b["held"]) == (a["held_formula"], b["held_formula"])
     assert [r["counts"]["send"] for r in gpipe] == [8, 16, 8]  # 2 steps x 4 x neighbours
+    assert [r["held"] for r in one_f_one_b] == [3, 2, 1]  # at most p - s
+    assert [r["held"] for r in gpipe] == [4, 4, 4]  # every microbatch
 
 
 @pytest.mark.mpi
