@@ -45,6 +45,8 @@ from .abort import abort_job, abort_on_uncaught_exceptions, rank_message
 
 _MESHES = itertools.count()  # meshes are created collectively, so every rank numbers alike
 _ABORT_STATUS = 3
+RECV_SPIN_S = 0.005  # a recv polls without sleeping this long, then sleeps up to RECV_PAUSE_S
+RECV_PAUSE_S = 2e-4
 _NARROW = {d for d in (np.dtype(np.float16), dtypes.bfloat16) if d is not None}  # no MPI type
 
 
@@ -240,12 +242,19 @@ class MPIGroup:
 
     def recv(self, out, peer: int, tag: int = 0) -> np.ndarray:
         """The next array rank `peer` sent with `tag`, received into `out`; HalError when
-        the message's size differs from out's (the ranks disagree about what is sent)."""
+        the message's size differs from out's (the ranks disagree about what is sent).
+        It waits polling for RECV_SPIN_S, then in sleeps of at most RECV_PAUSE_S."""
         out = np.require(out, requirements=("C", "W"))
         call = self._p2p("recv", out, peer, tag)
         started = self._arm(call)
         status = _mpi().Status()
-        self.comm.Probe(source=peer, tag=tag, status=status)
+        spin_until, pause = time.perf_counter() + RECV_SPIN_S, 0.0
+        while not self.comm.Iprobe(source=peer, tag=tag, status=status):
+            # a blocking MPICH probe spins: on cores shared by more ranks than cores, the
+            # waiting stage would take its neighbour's core; back off to short sleeps
+            time.sleep(pause)
+            if time.perf_counter() > spin_until:
+                pause = min(RECV_PAUSE_S, pause + 1e-5)
         sent = status.Get_count(_mpi().BYTE)
         if sent != out.nbytes:
             self._disarm(call, started, completed=False)
