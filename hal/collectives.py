@@ -10,6 +10,11 @@ all_reduce; of all_gather split_to_group and back; of reduce_scatter all_gather;
 all_to_all the reverse all_to_all. Because they are ops, a traced graph carries them and
 autodiff differentiates through them to any order.
 
+Two point-to-point ops move data between two ranks of a group: `send(x, peer=)` sends x
+and returns it, `recv(like, peer=)` returns what the peer sent, shaped like `like`; a
+pipeline's stages exchange activations and gradients with them, and a traced graph
+carries them (never folded, merged or dropped).
+
 Groups are the runtime's (hal/runtime/groups.py, re-exported here): hal itself knows one,
 "self" (one rank: every collective is the identity), so the ops are defined and tested on
 a single process; a distributed frontend registers real groups (`register_group`), e.g.
@@ -25,12 +30,12 @@ from __future__ import annotations
 
 from . import ops
 from .dispatch import call
-from .ops.collectives import OPS
+from .ops.collectives import OPS, P2P
 from .runtime.groups import Group, SelfGroup, group, register_group, unregister_group
 
-__all__ = ["OPS", "Group", "SelfGroup", "all_gather", "all_reduce", "all_to_all",
-           "copy_to_group", "group", "reduce_scatter", "register_group", "split_to_group",
-           "unregister_group"]
+__all__ = ["OPS", "P2P", "Group", "SelfGroup", "all_gather", "all_reduce", "all_to_all",
+           "copy_to_group", "group", "recv", "reduce_scatter", "register_group", "send",
+           "split_to_group", "unregister_group"]
 
 
 def _call(op: str, x, **params):
@@ -68,3 +73,13 @@ def split_to_group(x, /, *, group: str, axis: int = 0):
     return _call("split_to_group", x, group=group, axis=axis)
 
 
+def send(x, /, *, group: str, peer: int, tag: int = 0):
+    """Send x to rank `peer` of the group; returns x (so that a graph keeps the send in
+    order with what reads its result)."""
+    return _call("send", x, group=group, peer=peer, tag=tag)
+
+
+def recv(like, /, *, group: str, peer: int, tag: int = 0):
+    """The next tensor rank `peer` of the group sent with `tag`; `like` gives its shape,
+    dtype and device (its values are not read)."""
+    return _call("recv", like, group=group, peer=peer, tag=tag)

@@ -12,7 +12,11 @@ reason on the others.
   parameters stay as they are) of `frontends.parallel.LanguageModel` (dim 128, 2 layers, 4 heads,
   seq 64, batch 8, float32) under `hal.jit`; items are tokens, so items_per_s is tokens/s.
   Layouts: 1 rank; dp=2 (25 MiB buckets); dp=2 with bucketing off (one all_reduce per
-  gradient); dp=2 with ZeRO-2; tp=2 (Megatron's split written as annotations). The output
+  gradient); dp=2 with ZeRO-2; tp=2 (Megatron's split written as annotations); pp=2 (two
+  pipeline stages, 4 microbatches, 1F1B and GPipe; a stage runs its microbatches op by op,
+  not as one hal.jit graph); dp=2 op by op with the gradient buckets issued after the
+  backward pass ("dp=2 eager") and during it, each piece's as soon as its backward has
+  run ("dp=2 overlap": `frontends.parallel.overlap`). The output
   (the step's loss) is checked against the same model's loss on the whole batch in this
   process. Facts: the seconds rank 0 spends inside collectives and its collective calls,
   per step (over a few steps after the timing); tp=2 adds the lines of the single-device
@@ -24,6 +28,14 @@ reason on the others.
   32 MiB, so that a command takes ~10 ms or more and its overhead stays small); items are
   all_reduces. `chosen` records as facts the algorithm chosen, the cost model's fits and
   its predicted time per algorithm.
+- `pipeline_bubble[microbatches]`: one step of the pp=2 layout (1F1B) with m = 1, 4, 8
+  microbatches; facts: each stage's measured bubble (the share of the step outside its
+  forwards and backwards, from their timestamps; the median over a few steps) beside the
+  formula (p-1)/(m+p-1), and each stage's sends and recvs per step against m (its one
+  neighbour; 2m(p-1) of each over p stages). The formula assumes equal stages and free
+  messages, but the last stage also holds the head and the loss: `uneven_formula` is the
+  bubble the stages' measured work predicts (the slowest sets the pace:
+  `pipeline.uneven_bubbles`). On 2 cores each stage competes with the driver.
 - `command_floor`: a 4-byte all_reduce per command on the 2-rank job: what a command
   costs besides its work (0.5-0.6 ms here, 1% of a step).
 - `gpt3_175b_plan[gpus]`: the planner (`frontends.parallel.planner`) searching the plans
@@ -58,7 +70,12 @@ LAYOUTS = {
     "dp=2 buckets off": {"dp": 2, "bucket_mb": 0},
     "dp=2 zero=2": {"dp": 2, "zero": 2},
     "tp=2": {"dp": 1, "tp": 2},
+    "dp=2 eager": {"dp": 2, "eager": True},
+    "dp=2 overlap": {"dp": 2, "overlap": True},
+    "pp=2": {"dp": 1, "pp": 2, "microbatches": 4},
+    "pp=2 gpipe": {"dp": 1, "pp": 2, "microbatches": 4, "schedule": "gpipe"},
 }
+BUBBLE_MICROBATCHES = (1, 4, 8)
 SIZES = (64 * 2**10, 4 * 2**20, 32 * 2**20)  # bytes per rank
 CALLS = {64 * 2**10: 64, 4 * 2**20: 4, 32 * 2**20: 1}  # all_reduces per command: >= ~10 ms
 ALGORITHMS = ("allreduce", "rs_ag", "hierarchical", "chosen")
@@ -70,13 +87,56 @@ def stepper_job(config: dict) -> MpiJob:
     """An MPI job of `frontends.parallel.stepper` for one training config (keys of
     `trainer.DEFAULTS`; dp x tp ranks)."""
     return MpiJob("frontends.parallel.stepper", [json.dumps(config)],
-                  config.get("dp", 1) * config.get("tp", 1), "parallel suite")
+                  config.get("dp", 1) * config.get("pp", 1) * config.get("tp", 1),
+                  "parallel suite")
 
 
 @functools.cache
 def ranks(layout: str) -> MpiJob:
     """The running job of a layout (started on first use, ended at exit)."""
     return stepper_job({**MODEL, **LAYOUTS[layout]})
+
+
+@functools.cache
+def bubble_job(microbatches: int) -> MpiJob:
+    """The running pp=2 job with `microbatches` microbatches (started on first use)."""
+    return stepper_job({**MODEL, "dp": 1, "pp": 2, "microbatches": microbatches})
+
+
+def _bubble_step(microbatches: int):
+    def run(x: hal.Tensor) -> hal.Tensor:
+        _on_cpu(x.device)
+        return hal.asarray(np.float64(bubble_job(microbatches).request("step")["loss"]),
+                           device=x.device)
+
+    return run
+
+
+def _bubble_facts(microbatches: int):
+    """Each stage's measured bubble (median over FACT_STEPS steps), the formula, and the
+    sends and recvs per step of each stage against the schedule's count."""
+
+    def facts(x: hal.Tensor) -> dict[str, float | str]:
+        job = bubble_job(microbatches)
+        before = job.request("pipeline")
+        rows = []
+        for _ in range(FACT_STEPS):
+            job.request("step")
+            rows.append(job.request("pipeline"))
+        found: dict[str, float | str] = {"formula": rows[-1]["formula"],
+                                         "reference_loss": single_loss()}
+        for stage in range(len(rows[-1]["bubble"])):
+            found[f"measured/stage{stage}"] = float(np.median([r["bubble"][stage]
+                                                               for r in rows]))
+            found[f"uneven_formula/stage{stage}"] = float(np.median([r["uneven"][stage]
+                                                                     for r in rows]))
+            for kind in ("sends", "recvs"):
+                found[f"{kind}_per_step/stage{stage}"] = \
+                    (rows[-1][kind][stage] - before[kind][stage]) / FACT_STEPS
+        found["p2p_per_step/formula"] = microbatches  # each of the 2 stages, each kind
+        return found
+
+    return facts
 
 
 @functools.cache
@@ -171,7 +231,8 @@ def _expected_sum(nbytes: int) -> float:
 
 def plan_facts(plan: dict, prefix: str) -> dict[str, float | str]:
     """A planner projection as facts named "<prefix>/<figure>"."""
-    figures = {"dp": plan["dp"], "tp": plan["tp"], "zero": plan["zero"],
+    figures = {"dp": plan["dp"], "pp": plan["pp"], "tp": plan["tp"], "zero": plan["zero"],
+               "bubble": plan["bubble"],
                "recompute": plan["recompute"], "global_batch": plan["global_batch"],
                "dp_algorithm": plan["dp_algorithm"] + ("" if plan["bucket"] else ", per tensor"),
                "step_s": plan["step_s"], "compute_s": plan["compute_s"],
@@ -233,6 +294,11 @@ def workloads() -> list[Workload]:
                 _all_reduce(nbytes, algorithm, CALLS[nbytes]),
                 functools.partial(lambda _x, e: np.float64(e), e=_expected_sum(nbytes)),
                 facts=_chosen_facts(nbytes) if algorithm == "chosen" else None))
+    for m in BUBBLE_MICROBATCHES:
+        found.append(Workload(
+            "pipeline_bubble", {"pp": 2, "microbatches": m, "schedule": "1f1b", **shape},
+            ["float32"], _case(tokens), _bubble_step(m), lambda _x: np.float64(single_loss()),
+            tolerance_scale=10.0, facts=_bubble_facts(m)))
     found.append(Workload("command_floor", {"bytes": 4, "algorithm": "allreduce", "ranks": 2},
                           ["float32"], _case(1), _all_reduce(4, "allreduce", 1),
                           lambda _x: np.float64(_expected_sum(4))))

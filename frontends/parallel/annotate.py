@@ -50,11 +50,14 @@ def parallel(layer=None, *, split_dim: int):
 
 
 class Plan:
-    """Where a parallelized model's parameters lie: the group and a placement per name, and
-    the model's own class (whose forward runs on the DTensors)."""
+    """Where a parallelized model's parameters lie: the group and a placement per name, the
+    model's own class (whose forward runs on the DTensors), and whether it runs sequence
+    parallel."""
 
-    def __init__(self, group: str, placements: dict[str, Placement], base: type):
+    def __init__(self, group: str, placements: dict[str, Placement], base: type,
+                 sequence_parallel: bool = False):
         self.group, self.placements, self.base = group, placements, base
+        self.sequence_parallel = sequence_parallel
 
 
 _PARALLEL_CLASSES: dict[type, type] = {}
@@ -75,9 +78,11 @@ def _parallel_class(base: type) -> type:
     return cls
 
 
-def parallelize(model, mesh, axis: str = "tp"):
+def parallelize(model, mesh, axis: str = "tp", *, sequence_parallel: bool = False):
     """A copy of `model` whose annotated parameters are this rank's shards over mesh's axis,
-    and which runs distributed when called (`forward`).
+    and which runs distributed when called (`forward`); with `sequence_parallel` the
+    activations between its split layers lie sharded along the sequence (Megatron's
+    sequence parallelism, rules.py: the sequence length must divide over the ranks).
 
     Uneven splits are refused (ShapeError naming the parameter, its size and the ranks).
     """
@@ -100,7 +105,7 @@ def parallelize(model, mesh, axis: str = "tp"):
     for name, shard in shards.items():
         owner, leaf = copy._owner(name)
         owner._params[leaf] = shard
-    object.__setattr__(copy, "_plan", Plan(group, placements, type(model)))
+    object.__setattr__(copy, "_plan", Plan(group, placements, type(model), sequence_parallel))
     copy.__class__ = _parallel_class(type(model))
     return copy
 
@@ -122,7 +127,7 @@ def forward(model, params: Mapping[str, Tensor] | None, *args, **kwargs):
     local = {**model.parameters(), **(params or {})}
     wrapped = {n: DTensor.make(t, plan.placements.get(n, Replicate()), plan.group)
                for n, t in local.items()}
-    with distribute():
+    with distribute(plan.sequence_parallel):
         result = plan.base.call_with(model, wrapped, *args, **kwargs)
         return _replicated(result)
 

@@ -80,13 +80,32 @@ class DataParallel:
         """The mean of each gradient over the ranks, same shapes, dtypes and devices (None
         stays None): one nonblocking all-reduce per bucket and dtype, then all waited."""
         self._agree("sync", grads)
+        mean = self.finish(self.start(grads))
+        return {name: mean[name] for name in grads}
+
+    def start(self, grads: Mapping[str, Tensor | None]) -> list[tuple]:
+        """Issue the nonblocking all-reduces of these gradients' buckets and return them
+        for `finish`: a backward pass may start each part of the gradients as soon as it
+        exists (every rank must start the same parts in the same order; `sync` checks the
+        names, shapes and dtypes, this does not)."""
         fused = [names for bucket in self.buckets(grads) for names in _by_dtype(grads, bucket)]
         sends = [_fuse(grads, names) for names in fused]  # alive until waited: MPI reads them
-        pending = [self.group.iall_reduce(flat) for flat in sends]
-        mean = dict(grads)
-        for names, request in zip(fused, pending):
-            mean.update(_unfuse(request.wait() / self.size, grads, names))
+        return [(grads, names, self.group.iall_reduce(flat), flat)
+                for names, flat in zip(fused, sends)]
+
+    def finish(self, *started: list[tuple]) -> dict[str, Tensor | None]:
+        """Wait for the all-reduces `start` issued; the mean gradients by name."""
+        mean: dict[str, Tensor | None] = {}
+        for part in started:
+            for grads, names, request, _ in part:
+                mean.update({n: None for n, g in grads.items() if g is None})
+                mean.update(_unfuse(request.wait() / self.size, grads, names))
         return mean
+
+    def check(self, tensors: Mapping[str, Tensor | None]) -> None:
+        """HalError on every rank unless all ranks pass the same names, shapes and dtypes
+        (one small collective when they change): call it before `start`."""
+        self._agree("check", tensors)
 
     def broadcast(self, params: Mapping[str, Tensor | None]) -> dict[str, Tensor | None]:
         """Rank 0's tensors on every rank (one broadcast per dtype): the start-up step that

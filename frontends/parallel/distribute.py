@@ -16,23 +16,31 @@ from .rules import propagate
 
 
 class Distribute(Interpreter):
-    """The innermost interpreter inside `distribute()`: ops on DTensors go to the rules."""
+    """The innermost interpreter inside `distribute()`: ops on DTensors go to the rules
+    (with `sequence_parallel`, a row-parallel linear's partial output is reduce-scattered
+    along the sequence axis instead of all-reduced: rules.py)."""
+
+    def __init__(self, sequence_parallel: bool = False) -> None:
+        super().__init__()
+        self.sequence_parallel = sequence_parallel
 
     def process(self, spec, device, args, params, out):
         """Ops without a DTensor operand pass below; the others are propagated."""
         for a in args:
             if type(a) is DTensor:
-                return propagate(spec, args, params, out), "distributed"
+                return propagate(spec, args, params, out,
+                                 sequence_parallel=self.sequence_parallel), "distributed"
         return self.below.process(spec, device, args, params, out)
 
 
 @contextlib.contextmanager
-def distribute() -> Iterator[None]:
-    """Inside the block, ops on DTensors run as their distributed programs."""
+def distribute(sequence_parallel: bool = False) -> Iterator[None]:
+    """Inside the block, ops on DTensors run as their distributed programs (Megatron's
+    sequence parallelism with `sequence_parallel`)."""
     entered: dict = {}
     ENTERED.append(entered)
     try:
-        with interpret(Distribute()):
+        with interpret(Distribute(sequence_parallel)):
             yield
     finally:
         ENTERED[:] = [e for e in ENTERED if e is not entered]  # by identity: dicts compare equal

@@ -10,8 +10,9 @@ local program, collectives included, and the collectives' conjugate VJPs (Megatr
 and g, hal/collectives.py) make its backward pass the distributed backward pass.
 
 Redistribution, one collective each (the group's ranks all call it):
-P->R all_reduce, P->S reduce_scatter, S->R all_gather, S(d)->S(e) all_to_all,
-R->S split_to_group (a local slice whose VJP all-gathers).
+P->R all_reduce, P->S reduce_scatter, S->R all_gather (once per shard in a
+`distribute()` block), S(d)->S(e) all_to_all, R->S split_to_group (a local slice whose VJP
+all-gathers).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def redistribute(x: DTensor, target: Placement) -> DTensor:
     elif isinstance(source, Replicate):
         local = C.split_to_group(local, group=group, axis=target.dim)
     elif isinstance(target, Replicate):
-        local = C.all_gather(local, group=group, axis=source.dim)
+        local = _gathered(local, group, source.dim)
     else:
         local = C.all_to_all(local, group=group, split_axis=target.dim, concat_axis=source.dim)
     return DTensor.make(local, target, group)
@@ -94,5 +95,17 @@ def enter(local: Tensor, group: str) -> Tensor:
     return found[1]
 
 
-ENTERED: list[dict[tuple[int, str], tuple[Tensor, Tensor]]] = []
-"""Per open `distribute()` block: (id of a local tensor, group) -> (it, its copy_to_group)."""
+def _gathered(local: Tensor, group: str, axis: int) -> Tensor:
+    """`all_gather(local)`, once per shard in a `distribute()` block (the query, key and
+    value projections of a sequence-sharded input share one)."""
+    entered = ENTERED[-1] if ENTERED else {}
+    key = (id(local), group, "all_gather", axis)
+    found = entered.get(key)
+    if found is None or found[0] is not local:
+        found = entered[key] = (local, hal.collectives.all_gather(local, group=group, axis=axis))
+    return found[1]
+
+
+ENTERED: list[dict[tuple, tuple[Tensor, Tensor]]] = []
+"""Per open `distribute()` block: (id of a local tensor, group) -> (it, its copy_to_group),
+and (id, group, "all_gather", axis) -> (it, its all_gather)."""

@@ -3,11 +3,12 @@
     python -m frontends.parallel.faults                 # every case, a markdown table
     python -m frontends.parallel.faults exit kill --cap 30
 
-Each case makes rank 1 fail one way (an exception before its first collective or inside
-the training loop, `hal train` options that differ, a shape mismatch, SIGKILL, a nonzero
-`sys.exit`) and says which message in the job's output is the failing rank's reason. A row gives the
-job's exit status, the wall seconds from launch to exit (`hung` when the job outlived
-`--cap` and was killed) and whether the reason was shown. The ranks compute on the cpu
+Each case makes rank 1 fail one way (an exception before its first collective, inside the
+training loop or inside a pipeline stage, `hal train` options that differ, a shape
+mismatch, a send that never comes, SIGKILL, a nonzero `sys.exit`) and says which message
+in the job's output is the failing rank's reason. A row gives the job's exit status, the
+wall seconds from launch to exit (`hung` when the job outlived `--cap` and was killed) and
+whether the reason was shown. The ranks compute on the cpu
 backend; the seconds include starting Python and importing hal on both ranks.
 """
 
@@ -95,6 +96,18 @@ with Mesh((2,), ("dp",)) as mesh:
     if rank == 1:
         sys.exit(3)
     mesh.groups["dp"].all_reduce(np.ones(4))
+'''),
+    "stage": Case("pipeline stage 1 (rank 1) raises inside the training loop (step 3 of 5)",
+                  r"rank 1 of 2: uncaught RuntimeError at \S+:\d+: injected in stage 1",
+                  MESH + LOOP.replace('{"batch": 4', '{"pp": 2, "microbatches": 2, "batch": 4')
+                  .replace("injected at step 3", "injected in stage 1")),
+    "recv": Case("rank 1 never sends what rank 0 receives (timeout=10)",
+                 r"rank 0 of 2: recv float64\(4\) from 1 tag=0 .* has not completed", MESH + '''
+import hal
+with Mesh((2,), ("pp",), timeout=10) as mesh:
+    like = hal.zeros((4,), dtype=hal.float64)
+    if rank == 0:  # rank 1 sends nothing
+        hal.collectives.recv(like, group=mesh.group("pp"), peer=1)
 '''),
     "exit-outside": Case("rank 1 sys.exit(3) with no with block (timeout=10)",
                          r"rank 0 of 2: all_reduce .* has not completed", MESH + '''

@@ -5,8 +5,9 @@ ordinary single-device code with Megatron's split written on it as annotations: 
 attention the query, key and value projections are column parallel (`parallel(split_dim=1)`)
 and the output projection row parallel (`split_dim=0`); in each MLP fc1 is column and fc2
 row parallel. On one device the annotations do nothing; with tp > 1 `parallelize` gives
-each rank its shards, and the copy it returns runs distributed. `cross_entropy` is its
-next-token loss and `generate` its greedy sample.
+each rank its shards, and the copy it returns runs distributed. Its forward is a chain
+(`pipeline_pieces`: embed, each block, logits) that `pipeline` cuts into pp stages.
+`cross_entropy` is its next-token loss and `generate` its greedy sample.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from frontends.nn.layers import child_seed
 from hal import HalError, ShapeError, Tensor
 
 from .annotate import parallel
+from .pipeline import Piece
 
 VOCAB = 256  # byte-level tokens
 
@@ -95,12 +97,26 @@ class LanguageModel(Layer):
 
     def forward(self, ids) -> Tensor:
         """Logits (batch, t, vocab) of integer ids (batch, t)."""
+        return self.logits(self.blocks(self.embed(ids)))
+
+    def embed(self, ids) -> Tensor:
+        """Token plus position embeddings (batch, t, dim) of integer ids (batch, t)."""
         t = ids.shape[-1]
         if t > self.seq:
             raise ShapeError(f"LanguageModel: {t} tokens exceed its seq {self.seq}; pass at "
                              f"most {self.seq} (the last ones) or build it with a larger seq")
-        x = self.tokens(ids) + self.positions(hal.arange(t, device=self.head.weight.device))
-        return self.head(self.norm(self.blocks(x)))
+        return self.tokens(ids) + self.positions(hal.arange(t, device=self.head.weight.device))
+
+    def logits(self, x: Tensor) -> Tensor:
+        """The final LayerNorm and head: (batch, t, dim) -> (batch, t, vocab)."""
+        return self.head(self.norm(x))
+
+    def pipeline_pieces(self) -> list[Piece]:
+        """The forward as a chain for `pipeline`: embed, each block, logits."""
+        blocks = [Piece((f"blocks.{i}",), lambda m, x, i=i: m.blocks[i](x))
+                  for i in range(len(self.blocks))]
+        return [Piece(("tokens", "positions"), LanguageModel.embed), *blocks,
+                Piece(("norm", "head"), LanguageModel.logits)]
 
 
 def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:

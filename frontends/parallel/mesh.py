@@ -45,6 +45,8 @@ from .abort import abort_job, abort_on_uncaught_exceptions, rank_message
 
 _MESHES = itertools.count()  # meshes are created collectively, so every rank numbers alike
 _ABORT_STATUS = 3
+RECV_SPIN_S = 0.005  # a recv polls without sleeping this long, then sleeps up to RECV_PAUSE_S
+RECV_PAUSE_S = 2e-4
 _NARROW = {d for d in (np.dtype(np.float16), dtypes.bfloat16) if d is not None}  # no MPI type
 
 
@@ -79,6 +81,11 @@ class Pending:
         self._send, self._out, self._dtype = send, out, dtype  # MPI reads and writes them
         self._result = None
 
+    def test(self) -> bool:
+        """Let MPI move the collective on (it progresses only inside MPI calls); whether it
+        has completed."""
+        return self._result is not None or self._request.Test()
+
     def wait(self) -> np.ndarray:
         """Block until the collective completes; the result array."""
         if self._result is None:
@@ -98,8 +105,9 @@ class MPIGroup:
     go as mpi4py maps them; gathers and exchanges move raw bytes, so any dtype.
     `all_reduce` takes an algorithm of `cost.ALGORITHMS` ("allreduce" unless a CostModel
     `cost` chooses by size); "hierarchical" reduces within `node` (the group's ranks on
-    this node). `counts`, `bytes` and `seconds` (Counters keyed by op name, the
-    nonblocking ones as "iall_reduce" etc.) say how many calls, how many bytes this rank
+    this node). `send`/`recv` move arrays between two ranks (a pipeline's stages).
+    `counts`, `bytes` and `seconds` (Counters keyed by op name, the nonblocking ones as
+    "iall_reduce" etc.) say how many calls, how many bytes this rank
     put on the wire and how long it spent inside them; `last` is the last collective
     completed. `debug` and `timeout`: see the module docstring.
     """
@@ -115,6 +123,8 @@ class MPIGroup:
         self.bytes: Counter = Counter()
         self.seconds: Counter = Counter()
         self.seq = 0  # collectives issued on this group
+        self.p2p_seq = 0  # sends and recvs issued on this group
+        self._sends: list = []  # (request, what it must keep alive) of the sends in flight
         self._sum, self._or = MPI.SUM, MPI.LOR
         self._pending: tuple[float, Call] | None = None  # (start, call) while inside one
         self.last: Call | None = None  # the last collective completed (for diagnostics)
@@ -219,8 +229,56 @@ class MPIGroup:
         self._disarm(call, started, completed=False)
         return Pending(self, call, request, x, out, x.dtype)
 
+    # -- point to point (a pipeline's stages) ---------------------------------------------
+    def send(self, x, peer: int, tag: int = 0) -> None:
+        """Start sending x to rank `peer` (nonblocking: x is kept until it is delivered;
+        `flush` waits for every send). Messages to one peer with one tag arrive in order."""
+        x = np.require(x, requirements="C")
+        call = self._p2p("send", x, peer, tag)
+        self.bytes["send"] += x.nbytes
+        self._sends = [(request, kept) for request, kept in self._sends if not request.Test()]
+        wire = _raw(x)
+        self._sends.append((self.comm.Isend(wire, dest=peer, tag=tag), (x, wire, call)))
+
+    def recv(self, out, peer: int, tag: int = 0) -> np.ndarray:
+        """The next array rank `peer` sent with `tag`, received into `out`; HalError when
+        the message's size differs from out's (the ranks disagree about what is sent).
+        It waits polling for RECV_SPIN_S, then in sleeps of at most RECV_PAUSE_S."""
+        out = np.require(out, requirements=("C", "W"))
+        call = self._p2p("recv", out, peer, tag)
+        started = self._arm(call)
+        status = _mpi().Status()
+        spin_until, pause = time.perf_counter() + RECV_SPIN_S, 0.0
+        while not self.comm.Iprobe(source=peer, tag=tag, status=status):
+            # a blocking MPICH probe spins: on cores shared by more ranks than cores, the
+            # waiting stage would take its neighbour's core; back off to short sleeps
+            time.sleep(pause)
+            if time.perf_counter() > spin_until:
+                pause = min(RECV_PAUSE_S, pause + 1e-5)
+        sent = status.Get_count(_mpi().BYTE)
+        if sent != out.nbytes:
+            self._disarm(call, started, completed=False)
+            raise hal.HalError(
+                f"recv on group {self.name!r} (as its rank {self.rank}): expected {call}, "
+                f"{out.nbytes} bytes, from rank {peer}, which sent {sent} bytes with tag {tag}; "
+                "the two ranks must agree on what they exchange (shape and dtype)")
+        self.comm.Recv(_raw(out), source=peer, tag=tag)
+        self._disarm(call, started)
+        return out
+
+    def flush(self) -> None:
+        """Wait until every send this rank started has been delivered."""
+        while self._sends:
+            request, (_, _, call) = self._sends[0]
+            started = self._arm(call)
+            request.Wait()
+            self._disarm(call, started, completed=False)
+            self._sends.pop(0)
+
     def close(self) -> None:
-        """Stop the watchdog (the communicator stays its owner's)."""
+        """Deliver the sends in flight, stop the watchdog (the communicator stays its
+        owner's)."""
+        self.flush()
         if self._watchdog is not None:
             self._watchdog.stop()
             self._watchdog = None
@@ -248,6 +306,18 @@ class MPIGroup:
                 f"do not split evenly over the {self.size} ranks of group {self.name!r}; "
                 f"make it a multiple of {self.size} (pad, or choose another split)")
         return shape[axis] // self.size
+
+    def _p2p(self, op: str, x: np.ndarray, peer: int, tag: int) -> Call:
+        """A send's or recv's Call (numbered apart from the collectives, which every rank of
+        the group issues), counted; HalError for a peer outside the group."""
+        if isinstance(peer, bool) or not isinstance(peer, int | np.integer) \
+                or not 0 <= peer < self.size or peer == self.rank:
+            raise hal.HalError(f"{op} on group {self.name!r}: peer {peer!r} must be another "
+                               f"rank of the group (0 to {self.size - 1}, not {self.rank})")
+        self.p2p_seq += 1
+        self.counts[op] += 1
+        return Call(self.p2p_seq, op, x.dtype, x.shape, f"{'to' if op == 'send' else 'from'} "
+                    f"{peer} tag={tag}")
 
     def _begin(self, op: str, x: np.ndarray, detail: str, nbytes: int) -> Call:
         self.seq += 1
@@ -288,12 +358,15 @@ class MPIGroup:
                 "the same order with the same shapes and dtypes")
 
     def _abort(self, started: float, call: Call) -> None:
+        waiting = {"send": "receiving", "recv": "sending"}.get(call.op)
+        why = (f"The peer ({call.detail}) is not {waiting} it (stopped or hung)" if waiting else
+               "Another rank of the group is not issuing this collective (stopped or hung, or "
+               "issuing another one with the debug check off)")
         abort_job(rank_message(
             f"{call} on group {self.name!r} (as its rank {self.rank} of {self.size}) has not "
             f"completed after {time.perf_counter() - started:.1f} s (timeout "
-            f"{self.timeout:g} s); last completed: {self.last or 'none'}. Another rank of the "
-            "group is not issuing this collective (stopped or hung, or issuing another one with "
-            "the debug check off); aborting the job"),
+            f"{self.timeout:g} s); last completed: {self.last or 'none'}. {why}; aborting the "
+            "job"),
             _ABORT_STATUS)
 
 

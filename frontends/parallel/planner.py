@@ -1,11 +1,15 @@
-"""Projected step time of data x tensor parallel training: a model, not a measurement.
+"""Projected step time of data x pipeline x tensor parallel training: a model, not a
+measurement.
 
-`project(model, cluster, dp, tp, ...)` adds up, per optimizer step, the compute (from the
-FLOP count and an assumed model FLOP utilisation), Megatron tensor-parallel all-reduces and
-the data-parallel gradient reduction (alpha-beta costs of ring and hierarchical algorithms on
-the cluster's links), and the memory each GPU holds; `best` ranks the dp x tp choices.
-Pipeline parallelism, ZeRO-3 and sequence parallelism are not modelled. Everything printed is
-labelled a projection.
+`project(model, cluster, dp, tp, pp=..., ...)` adds up, per optimizer step, the compute
+(from the FLOP count and an assumed model FLOP utilisation), the pipeline's bubble
+((p-1)/(m+p-1) of the step idle) and stage-to-stage messages, Megatron tensor-parallel
+all-reduces and the data-parallel gradient reduction (alpha-beta costs of ring and
+hierarchical algorithms on the cluster's links), and the memory each GPU holds (the
+activations of m microbatches under GPipe, at most p under 1F1B); `best` ranks the
+dp x pp x tp x sp choices (sequence parallelism shards the activations between
+tensor-parallel layers). ZeRO-3 is not modelled. Everything printed is labelled a
+projection.
 
     python -m frontends.parallel.planner --gpus 512 1024 3072
 """
@@ -13,6 +17,7 @@ labelled a projection.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -26,6 +31,7 @@ TENSORS_PER_LAYER = 12  # a GPT block: QKV, projection, 2 MLP weights, their 4 b
 OTHER_TENSORS = 4  # token and position embeddings, the final norm's weight and bias
 OPTIMIZER_BYTES = 12  # Adam in mixed precision: fp32 master weights, m and v per parameter
 RECOMPUTE = ("none", "selective", "full")
+SCHEDULES = ("1f1b", "gpipe")
 
 
 @dataclass(frozen=True)
@@ -150,28 +156,53 @@ def flops_per_token(model: ModelSpec, recompute: str) -> float:
     return 6 * model.params + extra
 
 
-def activation_bytes(model: ModelSpec, tp: int, micro_batch: int, recompute: str) -> float:
-    """Activation memory per GPU for one micro-batch (Korthikanti et al. 2022, 16-bit, tensor
-    parallel without sequence parallel): s b h (10 + 24/t + 5 a s / (h t)) bytes per layer;
-    selective recomputation drops the 5 a s / (h t) of attention's s x s tensors; full
-    recomputation keeps each layer's input and one layer's full set. Embeddings and logits
-    are left out."""
+def activation_bytes(model: ModelSpec, tp: int, micro_batch: int, recompute: str,
+                     sp: bool = False) -> float:
+    """Activation memory per GPU for one micro-batch (Korthikanti et al. 2022, 16-bit):
+    s b h (10 + 24/t + 5 a s / (h t)) bytes per layer, the 10 (layer norms, dropouts,
+    residuals) divided by t too with sequence parallelism (`sp`); selective recomputation
+    drops the 5 a s / (h t) of attention's s x s tensors; full recomputation keeps each
+    layer's input (1/t of it with sp) and one layer's full set. Embeddings and logits are
+    left out."""
     sbh = model.seq * micro_batch * model.hidden
-    kept = sbh * (10 + 24 / tp)
+    kept = sbh * (10 / (tp if sp else 1) + 24 / tp)
     layer = kept + sbh * 5 * model.heads * model.seq / (model.hidden * tp)
     if recompute == "full":
-        return model.layers * sbh * model.dtype_bytes + layer
+        return model.layers * sbh * model.dtype_bytes / (tp if sp else 1) + layer
     return model.layers * (kept if recompute == "selective" else layer)
 
 
-def project(model: ModelSpec, cluster: ClusterSpec, dp: int, tp: int, *, micro_batch: int,
-            global_batch: int, zero: int = 0, bucket: bool = True, overlap: float = 0.0,
-            recompute: str = "none", algorithm: str | None = None) -> dict:
-    """Projected time and memory of one optimizer step on dp x tp GPUs (a dict; "label" is
-    "projection").
+def pipeline_bubble(pp: int, microbatches: int) -> float:
+    """The idle share of a pipelined step, GPipe and 1F1B alike: (p-1)/(m+p-1)."""
+    return (pp - 1) / (microbatches + pp - 1)
 
-    compute = flops_per_token * global_batch * seq / (dp tp peak mfu); `recompute` one of
-    RECOMPUTE. Tensor parallelism: per layer and micro-batch, 2 forward and 2 backward ring
+
+def held_microbatches(pp: int, microbatches: int, schedule: str) -> int:
+    """Microbatches whose activations the first stage holds at once: all m under GPipe, at
+    most p under 1F1B (1 without a pipeline: micro-batches accumulate one by one)."""
+    if pp == 1:
+        return 1
+    return microbatches if schedule == "gpipe" else min(pp, microbatches)
+
+
+def project(model: ModelSpec, cluster: ClusterSpec, dp: int, tp: int, *, micro_batch: int,
+            global_batch: int, pp: int = 1, schedule: str = "1f1b", sp: bool = False,
+            zero: int = 0,
+            bucket: bool = True, overlap: float = 0.0, recompute: str = "none",
+            algorithm: str | None = None) -> dict:
+    """Projected time and memory of one optimizer step on dp x pp x tp GPUs (a dict;
+    "label" is "projection").
+
+    compute = flops_per_token * global_batch * seq / (dp pp tp peak mfu); `recompute` one of
+    RECOMPUTE. Pipeline parallelism over pp stages of layers/pp layers, m = global_batch /
+    (dp micro_batch) microbatches: the bubble adds compute (p-1)/m (the step's (p-1)/(m+p-1)
+    idle), and the first microbatch's activations and the last one's gradients cross the
+    p-1 stage boundaries on the critical path (2 (p-1) messages of micro_batch*seq*hidden/tp
+    values, on the inter-node link when tp*pp spans nodes); `schedule` ("1f1b", "gpipe")
+    sets the activations held (`held_microbatches`). Sequence parallelism (`sp`, tp > 1)
+    shards the layer norms', dropouts' and residuals' activations over tp; its all_gather
+    and reduce_scatter move what the all_reduce they replace moves, so the time is the
+    same. Tensor parallelism: per layer of a stage and micro-batch, 2 forward and 2 backward ring
     all-reduces (2 more with full recomputation) of micro_batch*seq*hidden activations over
     tp ranks, on the intra-node link when tp <= gpus_per_node, else the inter-node link.
     Data parallelism: the params/tp gradients, in `bucket_bytes` buckets (bucket=False: one
@@ -180,25 +211,33 @@ def project(model: ModelSpec, cluster: ClusterSpec, dp: int, tp: int, *, micro_b
     weights. `overlap` of the gradient reduction (all of it, or the reduce-scatter) hides
     behind the backward pass when bucketed. Memory per GPU: 16-bit weights and gradients,
     12 bytes of Adam state per parameter, optimizer state sharded over dp from ZeRO 1,
-    gradients from ZeRO 2, and `activation_bytes`; "fits" if at most cluster.memory.
+    gradients from ZeRO 2, and `activation_bytes` of a stage's layers times the microbatches
+    held; "fits" if at most cluster.memory.
     """
     _check(model, cluster, dp, tp, micro_batch, global_batch, zero, overlap, recompute)
-    gpus = dp * tp
+    _check_pipeline(model, cluster, dp, tp, pp, schedule)
+    gpus = dp * tp * pp
     accumulation = global_batch // (dp * micro_batch)
     per_token = flops_per_token(model, recompute)
     compute = per_token * global_batch * model.seq / (gpus * cluster.peak_flops * cluster.mfu)
     backward = compute * (1 - 2 * model.params / per_token)
+    bubble_s = compute * (pp - 1) / accumulation
+    pp_inter = tp * pp > cluster.gpus_per_node
+    pp_link = ((cluster.inter_latency, cluster.inter_bw) if pp_inter else
+               (cluster.intra_latency, cluster.intra_bw))
+    message = micro_batch * model.seq * model.hidden * model.dtype_bytes / tp
+    pp_comm = 2 * (pp - 1) * (pp_link[0] + message / pp_link[1])
 
     tp_inter = tp > cluster.gpus_per_node
     tp_link = ((cluster.inter_latency, cluster.inter_bw) if tp_inter else
                (cluster.intra_latency, cluster.intra_bw))
     activations = micro_batch * model.seq * model.hidden * model.dtype_bytes
-    tp_comm = ((6 if recompute == "full" else 4) * model.layers * accumulation
+    tp_comm = ((6 if recompute == "full" else 4) * model.layers // pp * accumulation
                * ring("all_reduce", activations, tp, *tp_link))
 
-    grads = model.params / tp * model.dtype_bytes
+    grads = model.params / (tp * pp) * model.dtype_bytes
     messages = (math.ceil(grads / bucket_bytes(model, dp)) if bucket else
-                model.layers * TENSORS_PER_LAYER + OTHER_TENSORS)
+                model.layers // pp * TENSORS_PER_LAYER + OTHER_TENSORS)
     algorithms = (algorithm,) if algorithm else ("flat", "hierarchical")
     reduction = ("all_reduce",) if zero == 0 else ("reduce_scatter", "all_gather")
     times = {a: [messages * dp_collective(cluster, c, grads / messages, dp, tp, a)
@@ -207,24 +246,43 @@ def project(model: ModelSpec, cluster: ClusterSpec, dp: int, tp: int, *, micro_b
     dp_comm = sum(times[dp_algorithm])
     hidden = min(overlap * times[dp_algorithm][0], backward) if bucket else 0.0
 
-    weights = model.params / tp * model.dtype_bytes
+    weights = model.params / (tp * pp) * model.dtype_bytes
+    held = held_microbatches(pp, accumulation, schedule)
     memory = {"weights": weights, "grads": weights / (dp if zero >= 2 else 1),
-              "optimizer": model.params / tp * OPTIMIZER_BYTES / (dp if zero >= 1 else 1),
-              "activations": activation_bytes(model, tp, micro_batch, recompute)}
-    step = compute + tp_comm + dp_comm - hidden
+              "optimizer": model.params / (tp * pp) * OPTIMIZER_BYTES / (dp if zero >= 1 else 1),
+              "activations": activation_bytes(model, tp, micro_batch, recompute, sp)
+              / pp * held}
+    step = compute + bubble_s + pp_comm + tp_comm + dp_comm - hidden
     tokens_per_s = global_batch * model.seq / step
     return {
         "label": "projection", "model": model.name, "cluster": cluster.name, "gpus": gpus,
-        "dp": dp, "tp": tp, "zero": zero, "recompute": recompute, "bucket": bucket,
+        "dp": dp, "tp": tp, "pp": pp, "sp": sp, "schedule": schedule, "microbatches": accumulation,
+        "bubble": pipeline_bubble(pp, accumulation), "bubble_s": bubble_s,
+        "pp_comm_s": pp_comm, "held_microbatches": held, "zero": zero,
+        "recompute": recompute, "bucket": bucket,
         "overlap": overlap, "micro_batch": micro_batch, "global_batch": global_batch,
         "accumulation": accumulation, "tp_link": "inter" if tp_inter else "intra",
         "dp_algorithm": dp_algorithm, "compute_s": compute, "tp_comm_s": tp_comm,
         "dp_comm_s": dp_comm, "dp_hidden_s": hidden, "step_s": step,
         "tokens_per_s": tokens_per_s, "days": model.tokens / tokens_per_s / 86400,
-        "comm_share": (tp_comm + dp_comm - hidden) / step,
+        "comm_share": (pp_comm + tp_comm + dp_comm - hidden) / step,
         "memory": memory, "memory_total": sum(memory.values()),
         "fits": sum(memory.values()) <= cluster.memory,
     }
+
+
+def _check_pipeline(model, cluster, dp, tp, pp, schedule):
+    where = f"project({model.name}, dp={dp}, pp={pp}, tp={tp})"
+    if pp < 1 or dp * tp * pp > cluster.gpus or model.layers % pp:
+        raise HalError(f"{where}: pp={pp} must be at least 1, divide the {model.layers} "
+                       f"layers, and dp x pp x tp = {dp * pp * tp} fit the cluster's "
+                       f"{cluster.gpus} GPUs")
+    node = cluster.gpus_per_node
+    if dp * tp * pp > node and (dp * tp * pp) % node:
+        raise HalError(f"{where}: dp*pp*tp={dp * pp * tp} leaves a node of {node} GPUs partly "
+                       "used; make it a multiple of the GPUs per node")
+    if schedule not in SCHEDULES:
+        raise HalError(f"{where}: schedule {schedule!r} is not one of {', '.join(SCHEDULES)}")
 
 
 def _check(model, cluster, dp, tp, micro_batch, global_batch, zero, overlap, recompute):
@@ -250,25 +308,27 @@ def _check(model, cluster, dp, tp, micro_batch, global_batch, zero, overlap, rec
 
 
 def best(model: ModelSpec, cluster: ClusterSpec, *, micro_batch: int = 1,
-         global_batch: int = 1536, overlap: float = 0.0) -> list[dict]:
-    """Projections of every valid use of all the cluster's GPUs, tp a power of two, with
-    ZeRO 0-2 and each kind of recomputation, bucketed; those that fit in memory first, each
-    group fastest first."""
+         global_batch: int = 1536, overlap: float = 0.0, pipeline: bool = True) -> list[dict]:
+    """Projections of every valid use of all the cluster's GPUs, tp and pp powers of two
+    (pp 1 only without `pipeline`; 1F1B), sequence parallel or not, with ZeRO 0-2 and each
+    kind of recomputation, bucketed; those that fit in memory first, each group fastest first."""
     plans = []
-    for tp in (2**k for k in range(cluster.gpus.bit_length())):
-        dp = cluster.gpus // tp
-        if dp * tp != cluster.gpus:
-            continue
-        for zero in (0, 1, 2):
-            for recompute in RECOMPUTE:
+    powers = [2**k for k in range(cluster.gpus.bit_length())]
+    for tp in powers:
+        for pp in powers if pipeline else [1]:
+            dp = cluster.gpus // (tp * pp)
+            if dp * tp * pp != cluster.gpus:
+                continue
+            for zero, recompute, sp in itertools.product((0, 1, 2), RECOMPUTE,
+                                                         (False, True) if tp > 1 else (False,)):
                 try:
-                    plans.append(project(model, cluster, dp, tp, micro_batch=micro_batch,
-                                         global_batch=global_batch, zero=zero,
-                                         overlap=overlap, recompute=recompute))
+                    plans.append(project(model, cluster, dp, tp, pp=pp, sp=sp,
+                                         micro_batch=micro_batch, global_batch=global_batch,
+                                         zero=zero, overlap=overlap, recompute=recompute))
                 except HalError:
-                    continue  # this tp does not divide the model, node or batch
+                    continue  # this tp or pp does not divide the model, node or batch
     return sorted(plans, key=lambda p: (not p["fits"], p["step_s"], p["zero"],
-                                        RECOMPUTE.index(p["recompute"])))
+                                        RECOMPUTE.index(p["recompute"]), not p["sp"]))
 
 
 def naive(model: ModelSpec, cluster: ClusterSpec, *, micro_batch: int = 1,
@@ -285,10 +345,12 @@ def naive(model: ModelSpec, cluster: ClusterSpec, *, micro_batch: int = 1,
 def table(projections: list[dict]) -> str:
     """The projections as a text table, one row each."""
     return tabulate([{
-        "GPUs": p["gpus"], "dp": p["dp"], "tp": p["tp"], "ZeRO": p["zero"],
+        "GPUs": p["gpus"], "dp": p["dp"], "pp": p["pp"], "tp": p["tp"],
+        "sp": "yes" if p["sp"] else "no", "ZeRO": p["zero"],
         "recompute": p["recompute"], "batch": p["global_batch"],
         "dp algorithm": p["dp_algorithm"] + ("" if p["bucket"] else ", per tensor"),
-        "step s": p["step_s"], "compute s": p["compute_s"], "tp comm s": p["tp_comm_s"],
+        "step s": p["step_s"], "compute s": p["compute_s"], "bubble %": 100 * p["bubble"],
+        "pp comm s": p["pp_comm_s"], "tp comm s": p["tp_comm_s"],
         "dp comm s": p["dp_comm_s"] - p["dp_hidden_s"], "comm %": 100 * p["comm_share"],
         "tokens/s": p["tokens_per_s"], "days": p["days"], "GB/GPU": p["memory_total"] / 1e9,
         "fits": "yes" if p["fits"] else "NO"} for p in projections],
@@ -312,8 +374,8 @@ def main(argv=None) -> None:
     print(f"projection (not a measurement): {model.name} ({model.params:.3g} parameters, "
           f"{model.tokens:.3g} tokens) on {base.name} ({base.peak_flops / 1e12:.0f} TFLOP/s "
           f"per GPU at an assumed MFU of {base.mfu}, {base.gpus_per_node} GPUs per node, "
-          f"{base.memory / 1e9:.0f} GB each); alpha-beta communication, no pipeline "
-          "parallelism")
+          f"{base.memory / 1e9:.0f} GB each); alpha-beta communication, dp x pp x tp with "
+          "1F1B pipelines and sequence parallelism")
     speedups = []
     for gpus in args.gpus:
         cluster = base.with_gpus(gpus)

@@ -9,10 +9,22 @@ tensors and returns the result with its placement:
   carries through; replicated operands are sliced to it (`split_to_group`) or, where they
   broadcast, used whole. Partial operands stay partial through add/subtract of partials,
   negative, astype, multiply by a replicated value and division of a partial by one;
-  anything else sums them first (P -> R).
+  anything else sums them first: into the shard of the other operands when they share
+  one (P -> S, a reduce_scatter: a row-parallel output added to a sequence-sharded
+  residual), else whole (P -> R).
 - matmul / linear: R x S(n) -> S(n) (column), S(k) x S(k) -> P (row), a shard of a batch
   axis carries through, P x R -> P; row-parallel linear with a bias or activation sums
-  first (one all_reduce, then bias and activation on the whole).
+  first (one all_reduce, then bias and activation on the whole; with sequence parallelism
+  a reduce_scatter along the sequence axis, the second to last, then bias and activation
+  on the shard; a sequence that does not divide over the ranks is summed whole).
+
+Sequence parallelism (Megatron): the residual stream between tensor-parallel blocks lies
+sharded along the sequence (S(1) of (batch, seq, dim)). It follows from the rules above
+and one switch (`distribute(sequence_parallel=True)`): a row-parallel output is
+reduce-scattered to S(1) instead of all-reduced; layer_norm and elementwise ops
+(residual adds, dropout's mask) run on the sequence shard; a column-parallel linear
+all-gathers its S(1) input (S -> R). Its backward all-reduces that input's cotangent
+(Megatron's f) and keeps its shard, where Megatron reduce-scatters.
 - reductions: a sum or mean over the shard axis -> P; over other axes the shard stays;
   max/min/var/... over the shard axis gather first.
 - layer_norm, softmax, log_softmax: need their axis whole; other shard axes carry through.
@@ -34,7 +46,7 @@ import hal
 from hal import HalError, shapes
 from hal.dispatch import call
 
-from .dtensor import DTensor, redistribute
+from .dtensor import DTensor, redistribute, size
 from .dtensor import enter as enter_group
 from .placement import Partial, Replicate, Shard
 
@@ -53,26 +65,27 @@ ACTIVATIONS = {
 }
 
 
-def propagate(spec, args: tuple, params: dict, out: tuple) -> DTensor:
+def propagate(spec, args: tuple, params: dict, out: tuple, *,
+              sequence_parallel: bool = False) -> DTensor:
     """Run one op on DTensor operands (see the module); the result is a DTensor."""
     group = _group(spec, args)
     ds = tuple(None if a is None else a if type(a) is DTensor else DTensor.make(a, R, group)
                for a in args)
-    result = _rule(spec, ds, params, out)
+    result = _rule(spec, ds, params, out, sequence_parallel)
     if result.shape != tuple(out[0]) or result.dtype != out[1]:
         raise HalError(f"{spec.name}: the distributed rule made {result!r}; the op's rule says "
                        f"{out[1].name}{tuple(out[0])} (a bug in frontends/parallel/rules.py)")
     return result
 
 
-def _rule(spec, ds, params, out) -> DTensor:
+def _rule(spec, ds, params, out, sequence_parallel: bool) -> DTensor:
     name, family = spec.name, spec.family
     if family in ELEMENTWISE or name in NN_ELEMENTWISE:
         return _elementwise(spec, ds, params, out)
     if name == "matmul":
         return _matmul(spec, ds, params)
     if name == "linear":
-        return _linear(spec, ds, params)
+        return _linear(spec, ds, params, sequence_parallel)
     if family == "reduction":
         return _reduction(spec, ds, params, out)
     if name in WHOLE_LAST_AXIS or name in WHOLE_AXIS:
@@ -123,8 +136,10 @@ def _elementwise(spec, ds, params, out) -> DTensor:
     if partial and _stays_partial(spec.name, ds):
         return _run(spec, ds, params, P)
     if partial:
-        ds = [d if d is None or not isinstance(d.placement, Partial) else redistribute(d, R)
-              for d in ds]
+        sharded = {_aligned(d, ndim) for d in ds if d is not None} - {None}
+        to = Shard(sharded.pop()) if len(sharded) == 1 else None
+        ds = [d if d is None or not isinstance(d.placement, Partial) else
+              redistribute(d, R if to is None or d.ndim != ndim else to) for d in ds]
     axes = {_aligned(d, ndim) for d in ds if d is not None} - {None}
     if len(axes) != 1:
         return _replicated(spec, ds, params)
@@ -190,10 +205,12 @@ def _elementwise_batch(spec, ds, params, ndim) -> DTensor:
     return _run(spec, moved, params, Shard(axis))
 
 
-def _linear(spec, ds, params) -> DTensor:
+def _linear(spec, ds, params, sequence_parallel: bool = False) -> DTensor:
     x, w, b = ((*tuple(ds), None))[:3]
     activation = params.get("activation")
     last = x.ndim - 1
+    sequence = Shard(last - 1) if sequence_parallel and x.ndim >= 3 \
+        and x.shape[last - 1] % size(x.group) == 0 else R  # an uneven sequence stays whole
     if w.placement == Shard(1):  # column parallel: whole input, a shard of the outputs
         x = redistribute(x, R)
         if b is not None:
@@ -204,7 +221,7 @@ def _linear(spec, ds, params) -> DTensor:
         y = _run(spec, (x, w, None), {"activation": None}, P)
         if b is None and activation is None:
             return y
-        y = redistribute(y, R)
+        y = redistribute(y, sequence)
         if b is not None:
             y = y + b
         return ACTIVATIONS[activation](y) if activation else y

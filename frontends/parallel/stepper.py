@@ -13,6 +13,13 @@ reads commands from stdin, one per line, and every rank runs each:
                                 this job is busy alone, not while others start)
     stats                       collective seconds and calls so far, the cost model's table
                                 (once calibrated)
+    pipeline                    with pp > 1: each stage's measured bubble in the last step
+                                (its idle share of the pipeline's step, from the first
+                                stage's start to the last one's end, on the node's
+                                monotonic clock: the time outside its forwards and
+                                backwards), the formula (p-1)/(m+p-1), the bubbles its
+                                stages' measured work predicts (`uneven_bubbles`), and the
+                                sends and recvs each stage issued so far
     quit
 
 Rank 0 answers each with one JSON line on stdout: {"loss": ...} (with lr 0 the parameters
@@ -34,6 +41,7 @@ import traceback
 import numpy as np
 
 from . import cost
+from .pipeline import bubble, uneven_bubbles
 from .trainer import Trainer
 
 
@@ -52,7 +60,8 @@ def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
                 out.write(json.dumps(obj) + "\n")
                 out.flush()
 
-        answer({"ready": True, "ranks": world.Get_size(), "dp": trainer.dp, "tp": trainer.tp})
+        answer({"ready": True, "ranks": world.Get_size(), "dp": trainer.dp, "pp": trainer.pp,
+                "tp": trainer.tp})
         while True:
             command = _next_command(world, lines)
             if not command or command[0] == "quit":
@@ -74,6 +83,21 @@ def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
                 answer({"collective_seconds": trainer.collective_seconds(),
                         "calls": sum(sum(g.counts.values()) for g in groups),
                         "cost_model": model.table() if model else None})
+            elif command[0] == "pipeline" and trainer.stage is not None:
+                stage, pp = trainer.stage, trainer.mesh.groups["pp"]
+                measured = trainer.mesh.comm("pp").gather(
+                    (stage.started, stage.ended, stage.busy(), pp.counts["send"],
+                     pp.counts["recv"]), root=0) or []
+                m = trainer.config["microbatches"]
+                step = (max(row[1] for row in measured) - min(row[0] for row in measured)
+                        if measured else 0.0)  # the ranks' clocks agree: one node
+                answer({"bubble": [1.0 - row[2] / step for row in measured],
+                        "step_s": step,
+                        "formula": bubble(stage.count, m),
+                        "uneven": uneven_bubbles([row[2] for row in measured], m)
+                        if measured else [],
+                        "sends": [row[3] for row in measured],
+                        "recvs": [row[4] for row in measured]})
             else:
                 answer({"error": f"unknown command {command[0]!r}"})
 

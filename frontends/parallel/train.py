@@ -2,6 +2,7 @@
 
     mpiexec -n 2 hal train --steps 200                     # dp = 2 (the default: dp = ranks)
     mpiexec -n 2 python -m frontends.parallel.train --tp 2 --dtype float64 --out run.json
+    mpiexec -n 2 hal train --pp 2 --microbatches 4          # two pipeline stages, 1F1B
     python -m frontends.parallel.train --examples          # the two scripts side by side
 
 The options are the keys of `trainer.DEFAULTS`; every rank trains (`trainer.train`), rank 0
@@ -27,7 +28,7 @@ from .training_scripts import side_by_side
 def register(subparsers) -> None:
     """Add `hal train` to the hal command line (the `hal.commands` entry point)."""
     parser = subparsers.add_parser("train", help="train a small transformer LM over MPI "
-                                                 "(mpiexec -n P hal train ...)")
+                                                 "(mpiexec -n P hal train ...; dp x pp x tp)")
     _options(parser)
     parser.set_defaults(func=run)
 
@@ -78,6 +79,17 @@ def _options(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--dp", type=int, default=d["dp"], help="data-parallel ranks (default: ranks / tp)")
     add("--tp", type=int, default=d["tp"], help="tensor-parallel ranks (default 1)")
+    add("--pp", type=int, default=d["pp"], help="pipeline stages (default 1)")
+    add("--sp", action="store_true",
+        help="sequence parallel: the activations between tp-split layers sharded along the "
+             "sequence (needs --tp 2 or more)")
+    add("--overlap", action="store_true",
+        help="issue the dp gradient buckets during the backward pass, piece by piece (op by "
+             "op, not hal.jit; needs --dp 2 or more)")
+    add("--microbatches", type=int, default=d["microbatches"],
+        help="microbatches per step with --pp (default: one per stage)")
+    add("--schedule", choices=("1f1b", "gpipe"), default=d["schedule"],
+        help="pipeline schedule (default 1f1b)")
     add("--steps", type=int, default=d["steps"])
     add("--batch", type=int, default=d["batch"], help="windows per step, over all dp ranks")
     add("--seq", type=int, default=d["seq"], help="bytes per window")

@@ -1,15 +1,19 @@
 """The training `hal train` runs: one rank's `Trainer` and the loop `train` over all ranks.
 
     result = train({"steps": 200, "tp": 2})                # every rank of the job calls it
+    result = train({"pp": 2, "microbatches": 4})            # two pipeline stages, 1F1B
 
 A step draws random windows of `data/hardware.txt` (every rank the same window indices,
 from the seed; each dp rank takes its slice of the batch), takes the next-token
 cross-entropy and its gradient as one `hal.jit` graph (with tp > 1 the graph carries the
-collectives), averages the gradients over dp (`DataParallel`: buckets, optionally ZeRO-1/2)
-and steps AdamW (or SGD) with a linear warmup and decay. Rank 0 prints a line every
-`log_every` steps and a summary: loss first -> last, tokens/s and the median time per step
-(over the steps after the first, which traces the graph), the share of those steps' time
-spent inside collectives, and a greedy sample of the trained model (`generate`).
+collectives; with pp > 1 each rank runs its pipeline stage's forwards and backwards per
+microbatch under the schedule, op by op, exchanging activations and gradients with
+send/recv: `pipeline.py`), averages the gradients over dp (`DataParallel`: buckets,
+optionally ZeRO-1/2) and steps AdamW (or SGD) with a linear warmup and decay. Rank 0
+prints a line every `log_every` steps and a summary: loss first -> last, tokens/s and the
+median time per step (over the steps after the first, which traces the graph), the share
+of those steps' time spent inside collectives, and a greedy sample of the trained model
+(`generate`).
 """
 
 from __future__ import annotations
@@ -27,15 +31,20 @@ from hal import HalError, Tensor
 from .annotate import parallelize
 from .corpus import TrainConfigError, batches, load_text
 from .language_model import VOCAB, LanguageModel, cross_entropy, generate
+from .overlap import OverlappedStep
+from .pipeline import SCHEDULES, pipeline
 
 DEFAULTS = {
     "steps": 200, "batch": 8, "seq": 64, "dim": 128, "layers": 2, "heads": 4, "lr": 3e-3,
-    "dp": None, "tp": 1, "zero": 0, "bucket_mb": 25.0, "seed": 0, "dtype": "float32",
+    "dp": None, "tp": 1, "pp": 1, "sp": False, "microbatches": None, "schedule": "1f1b",
+    "overlap": False, "zero": 0,
+    "bucket_mb": 25.0, "seed": 0, "dtype": "float32",
     "optimizer": "adamw", "eager": False, "debug": None, "timeout": None, "log_every": 20,
     "sample": 120, "prompt": "The memory ",
 }
-"""The keys of a `train` config; dp None means all ranks not used by tp, debug None the
-Mesh's default (the check on, unless HAL_PARALLEL_DEBUG=0)."""
+"""The keys of a `train` config; dp None means all ranks not used by tp and pp,
+microbatches None one per pipeline stage, debug None the Mesh's default (the check on,
+unless HAL_PARALLEL_DEBUG=0)."""
 
 
 def check_same_on_every_rank(config: Mapping, comm) -> None:
@@ -62,16 +71,38 @@ def check_config(config: Mapping, ranks: int) -> dict:
         raise TrainConfigError(f"train config: unknown key(s) {', '.join(unknown)}; the keys "
                                f"are {', '.join(DEFAULTS)}")
     c = {**DEFAULTS, **config}
-    tp = c["tp"]
-    dp = c["dp"] if c["dp"] is not None else ranks // tp
+    tp, pp = c["tp"], c["pp"]
+    model_ranks = tp * pp if tp >= 1 and pp >= 1 else 0
+    dp = c["dp"] if c["dp"] is not None else ranks // max(model_ranks, 1)
     c["dp"] = dp
+    m = c["microbatches"] = c["microbatches"] if c["microbatches"] is not None else max(pp, 1)
     problems = []
-    if config.get("dp") is None and tp >= 1 and ranks % tp:
-        problems.append(f"--tp {tp} does not divide the {ranks} rank(s) of this job "
-                        f"(mpiexec -n {ranks}); run a multiple of {tp} ranks")
-    elif dp < 1 or tp < 1 or dp * tp != ranks:
-        problems.append(f"--dp {dp} x --tp {tp} = {dp * tp} ranks, but this job has {ranks} "
-                        f"(mpiexec -n {ranks}); choose dp * tp = {ranks}")
+    axes = f"--tp {tp}" if pp == 1 else f"--pp {pp} x --tp {tp}"
+    if config.get("dp") is None and model_ranks >= 1 and ranks % model_ranks:
+        problems.append(f"{axes} {'' if pp == 1 else f'= {model_ranks} '}does not divide the "
+                        f"{ranks} rank(s) of this job (mpiexec -n {ranks}); run a multiple "
+                        f"of {model_ranks} ranks")
+    elif dp < 1 or model_ranks < 1 or dp * model_ranks != ranks:
+        problems.append(f"--dp {dp} x {axes} = {dp * model_ranks} ranks, but this job has "
+                        f"{ranks} (mpiexec -n {ranks}); choose dp * "
+                        f"{'tp' if pp == 1 else 'pp * tp'} = {ranks}")
+    if pp >= 1 and c["layers"] >= 1 and pp > c["layers"] + 2:
+        problems.append(f"--pp {pp} stages need at least {pp} pieces, but the LM has "
+                        f"{c['layers'] + 2} (embedding, --layers {c['layers']} blocks, head); "
+                        f"use --layers {pp - 2} or more")
+    if m < 1:
+        problems.append(f"--microbatches {m} must be at least 1")
+    elif dp >= 1 and c["batch"] % dp == 0 and (c["batch"] // dp) % m:
+        problems.append(f"--batch {c['batch']} / --dp {dp} = {c['batch'] // dp} windows per "
+                        f"dp rank do not split into --microbatches {m}; make it a multiple")
+    if c["sp"] and (tp < 2 or c["seq"] % tp):
+        problems.append(f"--sp shards the sequence over the tp ranks: it needs --tp 2 or more "
+                        f"and --seq {c['seq']} a multiple of --tp {tp}")
+    if c["overlap"] and (dp < 2 or pp != 1 or c["zero"]):
+        problems.append("--overlap issues the data-parallel gradient buckets during the "
+                        "backward pass: it needs --dp 2 or more, --pp 1 and --zero 0")
+    if c["schedule"] not in SCHEDULES:
+        problems.append(f"--schedule {c['schedule']!r} must be one of {', '.join(SCHEDULES)}")
     for key in ("steps", "batch", "seq", "dim", "layers", "heads", "log_every"):
         if c[key] < 1:
             problems.append(f"--{key} {c[key]} must be at least 1")
@@ -110,10 +141,12 @@ def make_optimizer(c: Mapping) -> optim.Optimizer:
 
 
 class Trainer:
-    """One rank's training state for a config: the mesh, the model (parallelized when
-    tp > 1), the loss and its gradient (one `hal.jit` graph unless `eager`), the optimizer
-    and the data-parallel gradient sync. Collective: every rank of `comm` builds it with the
-    same config, then calls `step` together; `close()` (or a with block) frees the mesh."""
+    """One rank's training state for a config: the mesh (dp x pp x tp), the model
+    (parallelized when tp > 1), the loss and its gradient (one `hal.jit` graph unless
+    `eager`; with pp > 1 this rank's pipeline `stage`, whose parameters are `params`; with
+    `overlap` an `OverlappedStep`), the optimizer and the data-parallel gradient sync.
+    Collective: every rank of `comm` builds it with the same config, then calls `step`
+    together; `close()` (or a with block) frees the mesh."""
 
     def __init__(self, config: Mapping | None = None, comm=None):
         from mpi4py import MPI
@@ -125,11 +158,14 @@ class Trainer:
         config = dict(config or {})
         check_same_on_every_rank(config, comm)
         self.config = c = check_config(config, comm.Get_size())
-        self.dp, self.tp = dp, tp = c["dp"], c["tp"]
-        self.mesh = Mesh((dp, tp), ("dp", "tp"), comm, debug=c["debug"], timeout=c["timeout"])
-        model = LanguageModel(VOCAB, c["dim"], c["heads"], c["layers"], c["seq"],
-                              dtype=hal.dtype(c["dtype"]), seed=c["seed"])
-        self.model = model = parallelize(model, self.mesh, "tp") if tp > 1 else model
+        self.dp, self.pp, self.tp = dp, pp, tp = c["dp"], c["pp"], c["tp"]
+        self.mesh = Mesh((dp, pp, tp), ("dp", "pp", "tp"), comm, debug=c["debug"],
+                         timeout=c["timeout"])
+        single = LanguageModel(VOCAB, c["dim"], c["heads"], c["layers"], c["seq"],
+                               dtype=hal.dtype(c["dtype"]), seed=c["seed"])
+        self.model = model = parallelize(single, self.mesh, "tp", sequence_parallel=c["sp"]) \
+            if tp > 1 else single
+        self.stage = pipeline(single, self.mesh, sequence_parallel=c["sp"]) if pp > 1 else None
 
         def loss(params, ids, targets):
             return cross_entropy(model.call_with(params, ids), targets)
@@ -141,6 +177,10 @@ class Trainer:
                                            bucket_bytes=int(c["bucket_mb"] * 2**20))
                               if dp > 1 else None)
         self.params = model.trainable()
+        if self.stage is not None:
+            self.params = {n: self.params[n] for n in self.stage.names if n in self.params}
+        self.overlapped = OverlappedStep(single, self.mesh, self.data_parallel,
+                                         sequence_parallel=c["sp"]) if c["overlap"] else None
         if self.data_parallel:
             self.params = self.data_parallel.broadcast(self.params)
 
@@ -152,7 +192,17 @@ class Trainer:
 
     def step(self, ids: Tensor, targets: Tensor) -> float:
         """One training step on every rank; the loss before it (the mean over the batch)."""
-        value, grads = self.gradient(self.params, ids, targets)
+        if self.overlapped is not None:
+            value, mean = self.overlapped(self.params, ids, targets, cross_entropy)
+            self.params = self.optimizer.step(self.params, mean)
+            return self.mesh.comm("dp").allreduce(float(value)) / self.dp
+        if self.stage is None:
+            value, grads = self.gradient(self.params, ids, targets)
+        else:
+            value, grads = self.stage.step(self.params, ids, targets, cross_entropy,
+                                           microbatches=self.config["microbatches"],
+                                           kind=self.config["schedule"])
+            value = self.mesh.comm("pp").bcast(value, root=self.pp - 1)
         dp = self.data_parallel
         if dp is None:
             self.params = self.optimizer.step(self.params, grads)
@@ -166,6 +216,16 @@ class Trainer:
     def collective_seconds(self) -> float:
         """Seconds this rank has spent inside the mesh's collectives."""
         return float(sum(sum(g.seconds.values()) for g in self.mesh.groups.values()))
+
+    def full_params(self) -> dict[str, Tensor]:
+        """The whole model's parameters on this rank (its tp shards): with pp > 1 every
+        stage's, gathered over the pp ranks (collective over them)."""
+        if self.stage is None:
+            return dict(self.params)
+        device = next(iter(self.params.values())).device
+        mine = {n: t.numpy() for n, t in self.params.items()}
+        everyone = self.mesh.comm("pp").allgather(mine)
+        return {n: hal.asarray(a, device=device) for part in everyone for n, a in part.items()}
 
     def close(self) -> None:
         """Free the mesh (its groups are unregistered)."""
@@ -203,12 +263,13 @@ def train(config: Mapping | None = None, *, comm=None,
                 say(f"step {n + 1:5d}/{c['steps']}  loss {losses[-1]:.4f}  "
                     f"{seconds[-1] * 1e3:7.1f} ms")
         communicating += trainer.collective_seconds()
-        trainer.model.update(trainer.params)
+        trainer.model.update(trainer.full_params())
         sample = generate(trainer.model, c["prompt"], c["sample"]) if c["sample"] else ""
     timed = seconds[1:] or seconds
     per_step = float(np.median(timed))
     result = {
-        "ranks": trainer.dp * trainer.tp, "dp": trainer.dp, "tp": trainer.tp, "config": c,
+        "ranks": trainer.dp * trainer.pp * trainer.tp, "dp": trainer.dp, "pp": trainer.pp,
+        "tp": trainer.tp, "config": c,
         "jit": not c["eager"], "losses": losses, "step_seconds": seconds,
         "seconds_per_step": per_step, "tokens_per_second": c["batch"] * c["seq"] / per_step,
         "communication_share": communicating / sum(timed) if len(seconds) > 1 else None,
@@ -223,7 +284,8 @@ def summary(result: Mapping) -> str:
     share = result["communication_share"]
     lines = [
         f"trained {len(result['losses'])} steps on {result['ranks']} rank(s) (dp {result['dp']}"
-        f" x tp {result['tp']}): loss {result['losses'][0]:.4f} -> {result['losses'][-1]:.4f}",
+        f" x pp {result.get('pp', 1)} x tp {result['tp']}): loss {result['losses'][0]:.4f} "
+        f"-> {result['losses'][-1]:.4f}",
         f"{result['tokens_per_second']:.0f} tokens/s, {result['seconds_per_step'] * 1e3:.1f} "
         f"ms/step (median)" + ("" if share is None else f", {share:.0%} of it in collectives"),
     ]

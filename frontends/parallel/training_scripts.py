@@ -2,10 +2,11 @@
 
     python -m frontends.parallel.train --examples          # the two scripts side by side
 
-`SINGLE_DEVICE` and `PARALLEL` are the same training as two scripts, and `MANUAL` the
-parallel one with Megatron's tensor parallelism written by hand (process groups, weight
-shards, a forward with the collectives, the gradient mean); `annotation_lines()` counts the
-lines in which they (and the model's source) differ.
+`SINGLE_DEVICE` and `PARALLEL` are the same training as two scripts, `FOUR_D` the same
+over data, pipeline, tensor and sequence parallelism, and `MANUAL` the parallel one with
+Megatron's tensor parallelism written by hand (process groups, weight shards, a forward
+with the collectives, the gradient mean); `annotation_lines()` and `four_d_lines()` count
+the lines in which they (and the model's source) differ.
 """
 
 from __future__ import annotations
@@ -64,6 +65,29 @@ for ids, targets in batches(steps=20, batch=8, seq=32, part=mesh.coords["dp"], p
 '''
 """The same training over a (dp, tp) = (1, 2) mesh (mpiexec -n 2; Mesh((d, t)) and
 parts=d for other layouts): each rank prints its part's loss."""
+
+FOUR_D = '''\
+from frontends import optim
+from frontends.parallel import DataParallel, Mesh, pipeline
+from frontends.parallel import LanguageModel, batches, cross_entropy
+
+mesh = Mesh((1, 2, 2), ("dp", "pp", "tp"))
+model = LanguageModel(256, dim=64, heads=4, layers=2, seq=32, seed=0)
+stage = pipeline(model, mesh, sequence_parallel=True)
+dp = DataParallel(mesh, "dp")
+
+
+opt = optim.AdamW(1e-3)
+params = {n: p for n, p in stage.model.trainable().items() if n in stage.names}
+for ids, targets in batches(steps=20, batch=8, seq=32, part=mesh.coords["dp"], parts=1):
+    value, grads = stage.step(params, ids, targets, cross_entropy, microbatches=4)
+    params = opt.step(params, dp.sync(grads))
+    if stage.last:
+        print(value)
+'''
+"""The same training in four dimensions: data, pipeline (1F1B over 4 microbatches), tensor
+and sequence parallel over a (dp, pp, tp) = (1, 2, 2) mesh (mpiexec -n 4); the last
+stage's ranks print the loss."""
 
 MANUAL = '''\
 import numpy as np
@@ -161,6 +185,14 @@ def annotation_lines() -> dict:
             "lines_differing": _differing(PARALLEL),
             "model_annotation_lines": sum("parallel(" in line for line in model.splitlines()),
             "manual_lines": code(MANUAL), "manual_lines_differing": _differing(MANUAL)}
+
+
+def four_d_lines() -> dict:
+    """The code lines of SINGLE_DEVICE and FOUR_D, and those of FOUR_D not in SINGLE_DEVICE
+    (the model's annotations are annotation_lines')."""
+    code = lambda text: sum(1 for line in text.splitlines() if line.strip())  # noqa: E731
+    return {"single_device_lines": code(SINGLE_DEVICE), "four_d_lines": code(FOUR_D),
+            "four_d_lines_differing": _differing(FOUR_D)}
 
 
 def side_by_side() -> str:

@@ -17,11 +17,13 @@ from dataclasses import replace
 
 from .. import ops
 from ..dispatch import EAGER, decomposition_of, interpret
+from ..ops.collectives import P2P
 from ..runtime.errors import PluginWarning
 from .graph import ELEMENTWISE, FUSED, REDUCTIONS, Graph, Node
 from .trace import Trace
 
 FOLD_LIMIT = 1 << 16
+COMMUNICATING = ("collective", "p2p")  # op families a graph runs as they stand
 """Constant folding keeps results up to this many elements (or no larger than an operand)."""
 
 
@@ -111,13 +113,14 @@ def _trace_decomposition(graph: Graph, node: Node, device) -> Graph:
 def fold_constants(graph: Graph) -> Graph:
     """Nodes whose operands are all constants computed now, on the constants' device.
 
-    Collectives are never folded: they run when the graph runs, on every rank together.
+    Collectives and sends/recvs are never folded: they run when the graph runs, on every
+    rank together.
     """
     out = _Rebuild(graph)
     for i, node in enumerate(graph.nodes):
         refs = [out._remap(r) for r in node.inputs]
         if node.op == FUSED or not refs or any(r is not None and r[0] != "const" for r in refs) \
-                or ops.spec(node.op).family == "collective":
+                or ops.spec(node.op).family in COMMUNICATING:
             out.add(i, node)
             continue
         args = [None if r is None else out.constants[r[1]] for r in refs]
@@ -156,6 +159,9 @@ def eliminate_common(graph: Graph) -> Graph:
     for i, node in enumerate(graph.nodes):
         node = replace(node, inputs=tuple(rename(r) for r in node.inputs))
         key = (node.op, tuple(out._remap(r) for r in node.inputs), _freeze(node.params))
+        if node.op in P2P:  # each send and recv is a message of its own
+            out.add(i, node)
+            continue
         if key in seen:
             out.map[i] = seen[key]
             continue
@@ -167,9 +173,12 @@ def eliminate_common(graph: Graph) -> Graph:
 
 
 def eliminate_dead(graph: Graph) -> Graph:
-    """Only the nodes and constants the outputs depend on (inputs stay: they are the signature)."""
+    """Only the nodes and constants the outputs depend on, and the sends and recvs (they
+    communicate whether or not their results are read); inputs stay: they are the
+    signature."""
     live = set()
     stack = [r[1] for r in graph.outputs if r[0] == "node"]
+    stack += [i for i, node in enumerate(graph.nodes) if node.op in P2P]
     while stack:
         i = stack.pop()
         if i not in live:

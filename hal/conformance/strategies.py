@@ -25,7 +25,7 @@ from .. import ops
 from ..ops import shapes
 from ..runtime import dtypes as dt
 from ..runtime.errors import HalError
-from .collectives import all_to_all, collective
+from .collectives import all_to_all, collective, recv, send
 from .inputs import (
     SMALL_SIDES,
     Case,
@@ -523,3 +523,5 @@ def attention(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
 strategy(family="collective")(collective)
 strategy("all_reduce", "copy_to_group", axis=False)(collective)
 strategy("all_to_all")(all_to_all)
+strategy("send")(send)
+strategy("recv")(recv)

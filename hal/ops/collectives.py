@@ -1,7 +1,15 @@
 """Collective ops (family "collective"): all_reduce, all_gather, reduce_scatter, all_to_all,
 copy_to_group and split_to_group, each naming a process group (hal/runtime/groups.py);
 their references run the group's collective on host arrays. The functions and the
-conjugate pairs are in hal/collectives.py."""
+conjugate pairs are in hal/collectives.py.
+
+Point-to-point ops (family "p2p"), between two ranks of a group: `send(x, group, peer,
+tag)` sends x to rank `peer` and returns x; `recv(like, group, peer, tag)` returns the
+array rank `peer` sent, shaped and typed like `like` (whose values are not read). They
+have side effects, so graphs never fold, merge or drop them (hal/compile/passes.py); they
+are not differentiable: a pipeline exchanges its gradients with them explicitly. Half
+precision travels as float32 (the references' lift, `spec.lift`), so a kernel that runs
+the reference on the raw operand and the reference itself put the same bytes on the wire."""
 
 from __future__ import annotations
 
@@ -10,10 +18,11 @@ import numpy as np
 from ..runtime import dtypes as dt
 from ..runtime import groups
 from . import shapes
-from .spec import EXTENDED, declare, spec
+from .spec import EXTENDED, declare, lift, spec
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "copy_to_group",
        "split_to_group")
+P2P = ("send", "recv")
 
 
 def _group_of(group):
@@ -77,11 +86,36 @@ for _name, _ref, _meta, _dtypes in (
     declare(_name, EXTENDED, "collective", _dtypes, _ref, _meta, promote=())
 
 
+def _peer_meta(op):
+    def meta(x, *, group, peer, tag=0):
+        groups.peer(op, group, peer, tag)
+        return tuple(x.shape), x.dtype
+
+    return meta
+
+
+def _send_ref(x, *, group, peer, tag=0):
+    _group_of(group).send(np.require(lift(x), requirements="C"), peer, tag)  # 0-d stays 0-d
+    return x
+
+
+def _recv_ref(x, *, group, peer, tag=0):
+    return _group_of(group).recv(np.empty(x.shape, lift(x).dtype), peer, tag).astype(
+        x.dtype, copy=False)
+
+
+declare("send", EXTENDED, "p2p", dt.ALL, _send_ref, _peer_meta("send"), promote=(),
+        differentiable=False)
+declare("recv", EXTENDED, "p2p", dt.ALL, _recv_ref, _peer_meta("recv"), promote=(),
+        differentiable=False)
+
+
 def staged_kernel(op: str):
     """A kernel for a device without its own collectives: download, run the group, upload."""
     reference = spec(op).reference
 
     def kernel(device, x, **params):
-        return device.upload(np.ascontiguousarray(reference(device.download(x), **params)))
+        return device.upload(np.require(reference(device.download(x), **params),
+                                        requirements="C"))  # a 0-d result stays 0-d
 
     return kernel

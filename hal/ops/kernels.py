@@ -16,7 +16,7 @@ import numpy as np
 
 from ..runtime import dtypes as dt
 from .collectives import OPS as COLLECTIVES
-from .collectives import staged_kernel
+from .collectives import P2P, staged_kernel
 from .spec import spec
 
 Kernel = Callable[..., Any]
@@ -30,10 +30,11 @@ class KernelTable:
         self._entries: dict[tuple[str, np.dtype], tuple[Kernel, bool]] = {}
 
     def register_staged_collectives(self) -> None:
-        """Kernels for the collective ops that stage through host memory: download, run the
-        process group's collective on the host, upload (hal/ops/collectives.py). A backend
+        """Kernels for the collective and point-to-point ops that stage through host memory:
+        download, run the process group's collective (or send, recv) on the host, upload
+        (hal/ops/collectives.py). A backend
         whose library has its own collectives (NCCL, say) registers those instead."""
-        for op in COLLECTIVES:
+        for op in (*COLLECTIVES, *P2P):
             self.register(op)(staged_kernel(op))
 
     def register(self, op: str, dtypes: Iterable | None = None, *, device_arg: bool = True):

@@ -9,6 +9,7 @@ group by a `group` parameter and look it up here.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Protocol
 
 import numpy as np
@@ -41,11 +42,23 @@ class Group(Protocol):
         """x split in `size` chunks along split_axis, chunk r sent to rank r; the chunks
         received concatenated along concat_axis in rank order."""
 
+    def send(self, x: np.ndarray, peer: int, tag: int) -> None:
+        """Send x to rank `peer` (it may return before `peer` receives: x is not changed
+        afterwards); messages between two ranks with one tag arrive in the order sent."""
+
+    def recv(self, out: np.ndarray, peer: int, tag: int) -> np.ndarray:
+        """The next array rank `peer` sent with `tag`, received into `out` (its shape and
+        dtype); HalError when what was sent differs in size."""
+
 
 class SelfGroup:
-    """The group of this process alone: every collective is the identity."""
+    """The group of this process alone: every collective is the identity; a send to rank 0
+    (itself) waits in a mailbox until a recv from rank 0 with the same tag takes it."""
 
     name, size, rank = "self", 1, 0
+
+    def __init__(self) -> None:
+        self._mailbox: dict[int, deque] = {}
 
     def all_reduce(self, x):
         """x itself (a sum over one rank)."""
@@ -62,6 +75,23 @@ class SelfGroup:
     def all_to_all(self, x, split_axis, concat_axis):
         """x itself (one chunk sent to itself)."""
         return x
+
+    def send(self, x, peer, tag):
+        """Keep a copy of x for the next recv with this tag."""
+        self._mailbox.setdefault(tag, deque()).append(np.array(x))
+
+    def recv(self, out, peer, tag):
+        """The oldest array sent with this tag and not yet received; HalError when none was
+        sent or it differs from `out` in shape or dtype."""
+        waiting = self._mailbox.get(tag)
+        if not waiting:
+            raise HalError(f"recv from rank 0 of group 'self' (tag {tag}): nothing was sent "
+                           "to this process with that tag; send before receiving")
+        if waiting[0].shape != out.shape or waiting[0].dtype != out.dtype:
+            raise ShapeError(
+                f"recv from rank 0 of group 'self' (tag {tag}): a {out.dtype}{out.shape} was "
+                f"expected but a {waiting[0].dtype}{waiting[0].shape} was sent")
+        return waiting.popleft()
 
 
 _GROUPS: dict[str, Group] = {"self": SelfGroup()}
@@ -90,6 +120,16 @@ def group(name: str) -> Group:
             f"{', '.join(sorted(map(str, _GROUPS)))}); a distributed frontend registers its "
             "groups, e.g. frontends.parallel.Mesh"
         ) from None
+
+
+def peer(op: str, name: str, rank, tag) -> None:
+    """HalError unless `rank` is a rank of the group and `tag` a non-negative int."""
+    size = group(name).size
+    if isinstance(rank, bool) or not isinstance(rank, int | np.integer) or not 0 <= rank < size:
+        raise HalError(f"{op}: peer {rank!r} is not a rank of group {name!r}, which has "
+                       f"{size} (0 to {size - 1})")
+    if isinstance(tag, bool) or not isinstance(tag, int | np.integer) or not 0 <= tag < 2**15:
+        raise HalError(f"{op}: tag {tag!r} must be an int from 0 to 32767")
 
 
 def chunk(op: str, name: str, n: int, axis: int) -> int:

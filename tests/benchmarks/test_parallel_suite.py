@@ -35,11 +35,13 @@ def job():
         patch.setattr(suite, "MODEL", {**suite.MODEL, **TINY_MODEL})
         patch.setattr(mpi_job, "REPLY_TIMEOUT_S", 60.0)
         suite.ranks.cache_clear()
+        suite.bubble_job.cache_clear()
         suite.single_loss.cache_clear()
         yield get
         for ranks in started.values():
             ranks.close()
         suite.ranks.cache_clear()
+        suite.bubble_job.cache_clear()
         suite.single_loss.cache_clear()
 
 
@@ -48,21 +50,26 @@ def test_the_suite_has_a_step_per_layout_and_all_reduce_per_size_and_algorithm()
     steps = {w.params["layout"]: w for w in workloads if w.name == "lm_step"}
     assert list(steps) == list(suite.LAYOUTS)
     for layout, w in steps.items():
-        assert w.params["dp"] * w.params.get("tp", 1) == (1 if layout == "1 rank" else 2)
+        ranks = w.params["dp"] * w.params.get("pp", 1) * w.params.get("tp", 1)
+        assert ranks == (1 if layout == "1 rank" else 2)
         assert w.build("float32").items == suite.MODEL["batch"] * suite.MODEL["seq"]
     reductions = {(w.params["bytes"], w.params["algorithm"]) for w in workloads
                   if w.name == "all_reduce"}
     assert reductions == set(itertools.product(suite.SIZES, suite.ALGORITHMS))
     assert set(suite.ALGORITHMS) == {*cost.ALGORITHMS, "chosen"}
     assert {w.name for w in workloads} == {"lm_step", "all_reduce", "command_floor",
+                                           "pipeline_bubble",
                                            *(f"gpt3_175b_plan[{n}]" for n in suite.PLANNER_GPUS)}
+    bubbles = [w.params["microbatches"] for w in workloads if w.name == "pipeline_bubble"]
+    assert bubbles == list(suite.BUBBLE_MICROBATCHES) == [1, 4, 8]
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("layout", ["dp=2", "tp=2"])
+@pytest.mark.parametrize("layout", ["dp=2", "tp=2", "pp=2", "pp=2 gpipe"])
 def test_a_two_rank_step_has_the_single_process_loss(job, layout):
     ranks = job(layout)
-    assert (ranks.info["dp"], ranks.info["tp"]) == ((2, 1) if layout == "dp=2" else (1, 2))
+    assert (ranks.info["dp"], ranks.info["pp"], ranks.info["tp"]) == {
+        "dp=2": (2, 1, 1), "tp=2": (1, 1, 2)}.get(layout, (1, 2, 1))
     expected = suite.single_loss()
     losses = [ranks.request("step")["loss"] for _ in range(2)]  # lr 0: the same every step
     assert losses[0] == losses[1]
@@ -127,6 +134,24 @@ def test_the_facts_of_steps_and_of_the_chosen_all_reduce_on_two_rank_jobs(job, c
     assert all(chosen.facts[f"predicted_s/{a}"] > 0 for a in predicted)
     floor = measure(_workload("command_floor"), "parallel", "float32", cpu, ONE_CALL)
     assert floor.status == "ok" and 0 < floor.median < step.median
+
+
+@pytest.mark.mpi
+def test_the_bubble_row_measures_each_stage_and_counts_its_messages(job, cpu):
+    job("1 rank")  # the fixture's tiny model, which bubble_job reads too
+    try:
+        record = measure(_workload("pipeline_bubble", microbatches=4), "parallel", "float32",
+                         cpu, ONE_CALL)
+    finally:
+        suite.bubble_job(4).close()
+    assert record.status == "ok" and record.check.passed, record.error
+    facts = record.facts
+    assert facts["formula"] == pytest.approx(1 / 5)
+    for stage in (0, 1):
+        assert 0 <= facts[f"measured/stage{stage}"] < 1
+        assert 0 <= facts[f"uneven_formula/stage{stage}"] < 1
+        assert facts[f"sends_per_step/stage{stage}"] == facts["p2p_per_step/formula"] == 4
+        assert facts[f"recvs_per_step/stage{stage}"] == 4
 
 
 def test_the_projection_is_the_planners_best_plan_beside_the_naive_one(cpu):

@@ -260,6 +260,39 @@ def test_bad_plans_are_refused():
         project(TINY, TOY, 3, 2, micro_batch=1, global_batch=3)
 
 
+def test_pipeline_bubble_messages_and_activations_per_schedule():
+    flat = project(TINY, TOY, 2, 2, micro_batch=1, global_batch=8)
+    one = project(TINY, TOY, 2, 2, pp=2, micro_batch=1, global_batch=8)
+    gpipe = project(TINY, TOY, 2, 2, pp=2, micro_batch=1, global_batch=8, schedule="gpipe")
+    assert one["microbatches"] == 4 and one["bubble"] == pytest.approx(1 / 5)
+    assert one["compute_s"] == pytest.approx(flat["compute_s"] / 2)  # twice the GPUs
+    assert one["bubble_s"] == pytest.approx(one["compute_s"] / 4)  # (p-1)/m of it
+    assert one["bubble_s"] / (one["compute_s"] + one["bubble_s"]) == pytest.approx(one["bubble"])
+    assert one["pp_comm_s"] == pytest.approx(2 * 1 * (16 * 64 * 2 / 2) / 100e9)  # tp*pp <= 4
+    assert one["memory"]["weights"] == pytest.approx(flat["memory"]["weights"] / 2)
+    per_stage = flat["memory"]["activations"] / 2
+    assert (one["held_microbatches"], gpipe["held_microbatches"]) == (2, 4)
+    assert one["memory"]["activations"] == pytest.approx(2 * per_stage)
+    assert gpipe["memory"]["activations"] == pytest.approx(4 * per_stage)
+    assert gpipe["step_s"] == pytest.approx(one["step_s"])
+    assert planner.pipeline_bubble(4, 8) == pytest.approx(3 / 11)
+    with pytest.raises(HalError, match="pp=3 must be at least 1, divide the 2 layers"):
+        project(TINY, TOY, 2, 2, pp=3, micro_batch=1, global_batch=8)
+    with pytest.raises(HalError, match="schedule 'zigzag'"):
+        project(TINY, TOY, 2, 2, pp=2, micro_batch=1, global_batch=8, schedule="zigzag")
+
+
+def test_sequence_parallel_shards_the_activations_between_split_layers_at_no_time_cost():
+    plain = project(TINY, TOY, 2, 4, micro_batch=1, global_batch=8)
+    sp = project(TINY, TOY, 2, 4, micro_batch=1, global_batch=8, sp=True)
+    sbh = 16 * 64
+    assert sp["memory"]["activations"] == pytest.approx(
+        2 * sbh * (10 / 4 + 24 / 4 + 5 * 8 * 16 / (64 * 4)))
+    assert plain["memory"]["activations"] - sp["memory"]["activations"] == pytest.approx(
+        2 * sbh * (10 - 10 / 4))
+    assert sp["step_s"] == plain["step_s"] and sp["sp"] and not plain["sp"]
+
+
 def test_best_ranks_fitting_plans_first_and_fastest_first():
     plans = planner.best(TINY, TOY, global_batch=64)
     assert plans and all(p["gpus"] == 64 for p in plans)

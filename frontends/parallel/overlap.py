@@ -1,0 +1,71 @@
+"""Gradient buckets overlapped with the backward pass, by running the model's chain piece
+by piece.
+
+`OverlappedStep(model, mesh, data_parallel)` runs the forward one piece at a time (the
+chain `pipeline` cuts into stages: the LM's embedding, each block, the head), each under
+its own `vjp`; the backward walks the pieces from the last, and as soon as a piece's
+backward has produced its parameters' gradients their buckets' all-reduces are issued
+(`DataParallel.start`) while the backward goes on with the pieces before it. Every
+pending all-reduce is given a chance to progress after each piece (MPI moves a
+nonblocking collective only inside MPI calls); all are waited at the end. Without
+overlap the same all-reduces start after the whole backward (`DataParallel.sync`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import hal
+from frontends import autograd as ag
+from hal import Tensor
+
+from .annotate import parallelize
+from .pipeline import parameter_names, pieces, run_of
+
+
+class OverlappedStep:
+    """The loss and the dp-mean gradients of a chain model, its gradient all-reduces
+    overlapped with its backward pass (see the module). Collective over the data-parallel
+    group: every rank calls it with the same parameter names, shapes and dtypes."""
+
+    def __init__(self, model, mesh, data_parallel, *, tp_axis: str = "tp",
+                 sequence_parallel: bool = False):
+        links = pieces(model)
+        split = tp_axis in mesh.names and mesh.shape[mesh.names.index(tp_axis)] > 1
+        self.models = [parallelize(run_of(model, [link]), mesh, tp_axis,
+                                   sequence_parallel=sequence_parallel)
+                       if split else run_of(model, [link]) for link in links]
+        self.names = [parameter_names(model, [link]) for link in links]
+        self.data_parallel = data_parallel
+
+    def __call__(self, params: Mapping[str, Tensor], inputs: Tensor, targets: Tensor,
+                 loss: Callable) -> tuple[Tensor, dict[str, Tensor | None]]:
+        """(loss(model(inputs), targets), the mean gradients over the dp ranks)."""
+        dp = self.data_parallel
+        dp.check(params)
+        x, backs = inputs, []
+        last = len(self.models) - 1
+        for k, model in enumerate(self.models):
+            own = {n: params[n] for n in self.names[k] if n in params}
+            if k == last:
+                f = lambda p, x, m=model: loss(m.call_with(p, x), targets)  # noqa: E731
+            else:
+                f = model.call_with
+            if k == 0:
+                x, back = ag.vjp(lambda p, f=f: f(p, inputs), own)
+            else:
+                x, back = ag.vjp(f, own, x)
+            backs.append(back)
+        value = x
+        cotangent = hal.full((), 1.0, dtype=value.dtype, device=value.device)
+        started = []
+        for k in reversed(range(len(backs))):
+            out = backs[k](cotangent)
+            backs[k] = None  # this piece's activations can go
+            started.append(dp.start(out[0]))
+            if k > 0:
+                cotangent = out[1]
+            for part in started:
+                for *_, request, _ in part:
+                    request.test()
+        return value, dp.finish(*started)
