@@ -14,6 +14,7 @@ import numpy as np
 
 from . import functions as F
 from . import ops
+from .convolution import avg_pool, batch_norm, conv, max_pool  # noqa: F401  (hal.nn names)
 from .dispatch import call, decomposition
 from .ops import shapes
 from .runtime import dtypes as dt

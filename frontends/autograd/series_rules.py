@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 
 import hal
+from hal import convolution as CV
 from hal import dtypes as dt
 from hal import ops
 from hal.dispatch import call
@@ -49,7 +50,7 @@ def _one(like):
 
 # -- linear ops: the op itself on every coefficient -------------------------------------
 _LINEAR = ("negative", "reshape", "permute_dims", "broadcast_to", "slice", "real", "imag",
-           "conj", "fftn", "ifftn", "rfftn", "irfftn", "sum", "mean", "roll", "astype",
+           "conj", "fftn", "ifftn", "rfftn", "irfftn", "sum", "mean", "roll", "astype", "avg_pool",
            *hal.collectives.OPS)
 
 
@@ -349,3 +350,50 @@ def _attention(args, params, out, series):
                              len(q) - 1)
         scores = S.where(mask, scores, blocked)
     return S.bilinear(hal.matmul, softmax(scores, -1), v, out)
+
+
+# -- convolution and pooling -----------------------------------------------------------------
+@series_rule("conv")
+def _conv(args, params, out, series):
+    x, weight, bias = _full([*args, None][:3], [*series, None][:3])
+    y = S.bilinear(lambda a, w: hal.nn.conv(a, w, **params), x, weight)
+    if bias is not None:
+        shape = ops.conv.channel_shape(out.ndim, params.get("layout", "channels_first"))
+        y = S.add(y, S.map_linear(lambda c: hal.reshape(c, shape), bias))
+    return _with_primal(y, out)
+
+
+@series_rule("max_pool")
+def _max_pool(args, params, out, series):
+    layout = params.get("layout", "channels_first")
+    x = CV.to_channels_first(args[0], layout)
+    r = x.ndim - 2
+    kernel = ops.conv.per_axis("max_pool", "kernel", params["kernel"], r, 1)
+    stride = params.get("stride")
+    stride = kernel if stride is None else ops.conv.per_axis("max_pool", "stride", stride, r, 1)
+    padding = ops.conv.pads("max_pool", params.get("padding", 0), r)
+    y = CV.to_channels_first(out, layout)
+    weight, _ = CV.max_pool_hits(x, y, kernel, stride, padding)
+
+    def pick(c):
+        elements = CV.window_elements(CV.to_channels_first(c, layout), kernel, stride, padding)
+        return CV.from_channels_first(
+            hal.reshape(hal.sum(elements * weight, axis=1), y.shape), layout)
+
+    return S.map_linear(pick, series[0], out)
+
+
+@series_rule("batch_norm")
+def _batch_norm(args, params, out, series):
+    x, mean, var, weight, bias = _full([*args, None, None][:5], [*series, None, None][:5])
+    shape = ops.conv.channel_shape(out.ndim, params.get("layout", "channels_first"))
+
+    def channels(s):
+        return S.map_linear(lambda c: hal.reshape(c, shape), s)
+
+    y = S.div(S.sub(x, channels(mean)), S.sqrt(S.shift(channels(var), params.get("eps", 1e-5))))
+    if weight is not None:
+        y = S.mul(y, channels(weight))
+    if bias is not None:
+        y = S.add(y, channels(bias))
+    return _with_primal(y, out)

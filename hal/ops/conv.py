@@ -1,0 +1,254 @@
+"""Convolution and pooling over 1 to 3 spatial axes: conv (extended), max_pool and avg_pool
+(extended), batch_norm (a composite: inference with running statistics).
+
+Layouts: "channels_first" (N, C, *spatial), ONNX's and PyTorch's, the default, or
+"channels_last" (N, *spatial, C). A conv weight is (out_channels, in_channels / groups,
+*kernel) in either layout. `padding` is an int (every side), one int per spatial axis
+(both sides) or one (before, after) pair per spatial axis. Output size per axis:
+(size + before + after - dilation * (kernel - 1) - 1) // stride + 1 (floor, no ceil mode).
+avg_pool's count_include_pad=False (ONNX's default) divides each window by the number of
+its elements inside the input; True divides by the whole kernel size (PyTorch's default).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..runtime import dtypes as dt
+from ..runtime.errors import ShapeError
+from . import arguments
+from .spec import COMPOSITE, EXTENDED, LOOSE, declare
+
+LAYOUTS = ("channels_first", "channels_last")
+
+
+# -- arguments ------------------------------------------------------------------------------
+def spatial_rank(op: str, x, layout: str) -> int:
+    """The number of spatial axes of x (1 to 3); ShapeError for any other rank or layout."""
+    if layout not in LAYOUTS:
+        raise ShapeError(f"{op}: layout {layout!r} is not one of {', '.join(LAYOUTS)}")
+    if not 3 <= x.ndim <= 5:
+        raise ShapeError(f"{op}: input of shape {tuple(x.shape)} must be 3-d to 5-d (batch, "
+                         "channels and 1 to 3 spatial axes); add a batch axis of 1 with "
+                         "hal.reshape for a single example")
+    return x.ndim - 2
+
+
+def per_axis(op: str, name: str, value, n: int, minimum: int) -> tuple[int, ...]:
+    """An int or n ints, each at least `minimum`, as a tuple of n ints."""
+    items = (value,) * n if isinstance(value, (int, np.integer)) else tuple(value) \
+        if isinstance(value, (tuple, list)) else None
+    if items is None or len(items) != n:
+        raise ShapeError(f"{op}: {name} {value!r} must be an int or {n} ints (one per spatial "
+                         "axis)")
+    return tuple(arguments.integer(op, name, v, minimum=minimum) for v in items)
+
+
+def pads(op: str, padding, n: int) -> tuple[tuple[int, int], ...]:
+    """padding (an int, n ints or n (before, after) pairs) as n (before, after) pairs >= 0."""
+    if isinstance(padding, (tuple, list)) and padding and \
+            all(isinstance(p, (tuple, list)) for p in padding):
+        if len(padding) != n or any(len(p) != 2 for p in padding):
+            raise ShapeError(f"{op}: padding {padding!r} must hold {n} (before, after) pairs")
+        return tuple((arguments.integer(op, "padding", lo, minimum=0),
+                      arguments.integer(op, "padding", hi, minimum=0)) for lo, hi in padding)
+    return tuple((p, p) for p in per_axis(op, "padding", padding, n, 0))
+
+
+def channels_first(x, layout: str):
+    """x (numpy) in the channels-first layout."""
+    return x if layout == "channels_first" else np.moveaxis(x, -1, 1)
+
+
+def from_channels_first(y, layout: str):
+    """y (numpy, channels first) in the given layout."""
+    return y if layout == "channels_first" else np.moveaxis(y, 1, -1)
+
+
+def _split(shape, layout):
+    """(batch, channels, spatial sizes) of a shape in a layout."""
+    if layout == "channels_first":
+        return shape[0], shape[1], tuple(shape[2:])
+    return shape[0], shape[-1], tuple(shape[1:-1])
+
+
+def _join(n, c, spatial, layout):
+    return (n, c, *spatial) if layout == "channels_first" else (n, *spatial, c)
+
+
+def out_sizes(op: str, shape, kernel, stride, padding, dilation) -> tuple[int, ...]:
+    """The output's spatial sizes; ShapeError where a (dilated) kernel exceeds the padded
+    input."""
+    sizes = []
+    for n, k, s, (lo, hi), d in zip(shape, kernel, stride, padding, dilation, strict=True):
+        extent = d * (k - 1) + 1
+        if n + lo + hi < extent:
+            raise ShapeError(
+                f"{op}: kernel {tuple(kernel)} (dilation {tuple(dilation)}) is larger than the "
+                f"padded input: spatial size {tuple(shape)} with padding {tuple(padding)}; pad "
+                "more, or use a smaller kernel or dilation")
+        sizes.append((n + lo + hi - extent) // s + 1)
+    return tuple(sizes)
+
+
+# -- conv -------------------------------------------------------------------------------------
+def _conv_meta(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1,
+               layout="channels_first"):
+    r = spatial_rank("conv", x, layout)
+    if weight.ndim != x.ndim:
+        raise ShapeError(f"conv: weight of shape {tuple(weight.shape)} must be {x.ndim}-d "
+                         f"(out_channels, in_channels / groups, *kernel) for input "
+                         f"{tuple(x.shape)}")
+    g = arguments.integer("conv", "groups", groups, minimum=1)
+    n, c, spatial = _split(tuple(x.shape), layout)
+    o = weight.shape[0]
+    if c % g or o % g or weight.shape[1] * g != c:
+        raise ShapeError(
+            f"conv: input of shape {tuple(x.shape)} ({layout}: {c} channels) and weight "
+            f"{tuple(weight.shape)} do not fit groups={g}: in and out channels must divide by "
+            f"groups and weight.shape[1] must be channels / groups ({c} / {g})")
+    if bias is not None and tuple(bias.shape) != (o,):
+        raise ShapeError(f"conv: bias of shape {tuple(bias.shape)} must be ({o},), one per "
+                         "output channel")
+    sizes = out_sizes("conv", spatial, weight.shape[2:], per_axis("conv", "stride", stride, r, 1),
+                      pads("conv", padding, r), per_axis("conv", "dilation", dilation, r, 1))
+    return _join(n, o, sizes, layout), x.dtype
+
+
+def windows(x, kernel, stride, padding, dilation, value=0):
+    """The sliding windows of a channels-first x (numpy): (N, C, *out, *kernel), x padded
+    with `value` (a view where no padding is needed)."""
+    r = len(kernel)
+    if any(lo or hi for lo, hi in padding):
+        x = np.pad(x, ((0, 0), (0, 0), *padding), constant_values=value)
+    extent = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True))
+    view = sliding_window_view(x, extent, axis=tuple(range(2, 2 + r)))
+    step = (slice(None), slice(None), *(slice(None, None, s) for s in stride),
+            *(slice(None, None, d) for d in dilation))
+    return view[step]
+
+
+def conv_reference(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1,
+                   layout="channels_first"):
+    """Cross-correlation as im2col + one batched matrix product per group (numpy BLAS)."""
+    x = channels_first(x, layout)
+    r = x.ndim - 2
+    kernel = weight.shape[2:]
+    win = windows(x, kernel, per_axis("conv", "stride", stride, r, 1), pads("conv", padding, r),
+                  per_axis("conv", "dilation", dilation, r, 1))
+    n, c = x.shape[:2]
+    out = win.shape[2:2 + r]
+    cg, og = c // groups, weight.shape[0] // groups
+    # (G, N * out, Cg * kernel) patches times (G, Cg * kernel, Og) weights
+    win = win.reshape(n, groups, cg, *out, *kernel)
+    order = (1, 0, *range(3, 3 + r), 2, *range(3 + r, 3 + 2 * r))
+    patches = win.transpose(order).reshape(groups, n * math.prod(out), cg * math.prod(kernel))
+    w = weight.reshape(groups, og, cg * math.prod(kernel)).transpose(0, 2, 1)
+    y = np.matmul(patches, w).reshape(groups, n, *out, og)
+    y = np.moveaxis(y, -1, 1).reshape(groups * og, n, *out)  # (G, Og, N, *out)
+    y = np.moveaxis(y, 0, 1)
+    if bias is not None:
+        y = y + bias.reshape(-1, *(1,) * r)
+    return from_channels_first(np.ascontiguousarray(y), layout)
+
+
+def _conv_bound(x, weight, bias=None, **params):
+    y = conv_reference(np.abs(x), np.abs(weight), **params)
+    return y + (0 if bias is None else np.abs(bias)) + 1
+
+
+# -- pooling ----------------------------------------------------------------------------------
+def _pool_shape(name, x, kernel, stride, padding, layout):
+    r = spatial_rank(name, x, layout)
+    k = per_axis(name, "kernel", kernel, r, 1)
+    s = k if stride is None else per_axis(name, "stride", stride, r, 1)
+    p = pads(name, padding, r)
+    if any(lo >= kk or hi >= kk for (lo, hi), kk in zip(p, k, strict=True)):
+        raise ShapeError(f"{name}: padding {p} must be smaller than the kernel {k} on each "
+                         "side (a window of padding alone has no value)")
+    n, c, spatial = _split(tuple(x.shape), layout)
+    return _join(n, c, out_sizes(name, spatial, k, s, p, (1,) * r), layout), x.dtype
+
+
+def _max_pool_meta(x, *, kernel, stride=None, padding=0, layout="channels_first"):
+    return _pool_shape("max_pool", x, kernel, stride, padding, layout)
+
+
+def _avg_pool_meta(x, *, kernel, stride=None, padding=0, count_include_pad=False,
+                   layout="channels_first"):
+    arguments.flag("avg_pool", "count_include_pad", count_include_pad)
+    return _pool_shape("avg_pool", x, kernel, stride, padding, layout)
+
+
+def pool_arguments(name, x, kernel, stride, padding):
+    """(kernel, stride, padding pairs) of a channels-first x's spatial axes."""
+    r = x.ndim - 2
+    k = per_axis(name, "kernel", kernel, r, 1)
+    s = k if stride is None else per_axis(name, "stride", stride, r, 1)
+    return k, s, pads(name, padding, r)
+
+
+def _max_pool_ref(x, *, kernel, stride=None, padding=0, layout="channels_first"):
+    x = channels_first(x, layout)
+    k, s, p = pool_arguments("max_pool", x, kernel, stride, padding)
+    win = windows(x, k, s, p, (1,) * len(k), value=-np.inf)
+    y = np.max(win, axis=tuple(range(-len(k), 0)))
+    return from_channels_first(np.ascontiguousarray(y), layout)
+
+
+def _avg_pool_ref(x, *, kernel, stride=None, padding=0, count_include_pad=False,
+                  layout="channels_first"):
+    x = channels_first(x, layout)
+    k, s, p = pool_arguments("avg_pool", x, kernel, stride, padding)
+    axes = tuple(range(-len(k), 0))
+    total = np.sum(windows(x, k, s, p, (1,) * len(k)), axis=axes)
+    if count_include_pad:
+        count = math.prod(k)
+    else:
+        ones = np.ones((1, 1, *x.shape[2:]), dtype=x.dtype)
+        count = np.sum(windows(ones, k, s, p, (1,) * len(k)), axis=axes)
+    return from_channels_first(np.ascontiguousarray(total / count), layout)
+
+
+# -- batch_norm -------------------------------------------------------------------------------
+def _batch_norm_meta(x, mean, var, weight=None, bias=None, *, eps=1e-5,
+                     layout="channels_first"):
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
+        raise ShapeError(f"batch_norm: eps must be a positive number, got {eps!r}")
+    if layout not in LAYOUTS:
+        raise ShapeError(f"batch_norm: layout {layout!r} is not one of {', '.join(LAYOUTS)}")
+    if x.ndim < 2:
+        raise ShapeError(f"batch_norm: input of shape {tuple(x.shape)} needs a batch and a "
+                         "channel axis (at least 2-d)")
+    c = x.shape[1] if layout == "channels_first" else x.shape[-1]
+    for name, p in (("mean", mean), ("var", var), ("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != (c,):
+            raise ShapeError(f"batch_norm: {name} of shape {tuple(p.shape)} must be ({c},), one "
+                             f"per channel of the input {tuple(x.shape)} ({layout})")
+    return tuple(x.shape), x.dtype
+
+
+def channel_shape(ndim: int, layout: str) -> tuple[int, ...]:
+    """The shape a per-channel (C,) vector takes to broadcast against an ndim-d input."""
+    return (-1, *(1,) * (ndim - 2)) if layout == "channels_first" else (-1,)
+
+
+def _batch_norm_ref(x, mean, var, weight=None, bias=None, *, eps=1e-5,
+                    layout="channels_first"):
+    shape = channel_shape(x.ndim, layout)
+    y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    return y if bias is None else y + bias.reshape(shape)
+
+
+declare("conv", EXTENDED, "conv", dt.REALS, conv_reference, _conv_meta, promote=(0, 1, 2),
+        tolerance=LOOSE, bound=_conv_bound)
+declare("max_pool", EXTENDED, "pool", dt.REALS, _max_pool_ref, _max_pool_meta)
+declare("avg_pool", EXTENDED, "pool", dt.REALS, _avg_pool_ref, _avg_pool_meta,
+        tolerance=LOOSE)
+declare("batch_norm", COMPOSITE, "nn", dt.REALS, _batch_norm_ref, _batch_norm_meta,
+        promote=(0, 1, 2, 3, 4), tolerance=LOOSE)
