@@ -156,8 +156,8 @@ def conv_reference(x, weight, bias=None, *, stride=1, padding=0, dilation=1, gro
 
 
 def _conv_bound(x, weight, bias=None, **params):
-    y = conv_reference(np.abs(x), np.abs(weight), **params)
-    return y + (0 if bias is None else np.abs(bias)) + 1
+    return conv_reference(np.abs(x), np.abs(weight), None if bias is None else np.abs(bias),
+                          **params) + 1
 
 
 # -- pooling ----------------------------------------------------------------------------------
