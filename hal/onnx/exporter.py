@@ -634,7 +634,7 @@ def _pool(b, node, x, meta):
 
 @_handles("batch_norm")
 def _batch_norm(b, node, x, meta):
-    (shape, dtype), rank = meta[0], len(meta[0][0])
+    dtype, rank = meta[0][1], len(meta[0][0])
     c = meta[1][0]
     weight = x[3] if len(x) > 3 and x[3] is not None else b.const(np.ones(c), dtype)
     bias = x[4] if len(x) > 4 and x[4] is not None else b.const(np.zeros(c), dtype)
