@@ -49,6 +49,19 @@ def layer_norm(x, /, weight=None, bias=None, *, eps: float = 1e-5) -> Tensor:
     return call(_S["layer_norm"], x, weight, bias, eps=eps)
 
 
+def rms_norm(x, /, weight=None, *, eps: float = 1e-6) -> Tensor:
+    """x / sqrt(mean(x**2) + eps) over the last axis, then * weight (Llama's RMSNorm)."""
+    return call(_S["rms_norm"], x, weight, eps=eps)
+
+
+def rope(x, cos, sin, /, *, interleaved: bool = False) -> Tensor:
+    """Rotary position embedding: each pair (a, b) of x's last axis rotated by its angle,
+    (a cos - b sin, b cos + a sin); cos and sin (..., head size / 2) broadcast against x
+    with half its last axis. Pairs are half-split by default, (x[i], x[i + d/2]), as Hugging
+    Face's Llama (rotate_half); interleaved=True pairs (x[2i], x[2i + 1]), as Meta's."""
+    return call(_S["rope"], x, cos, sin, interleaved=interleaved)
+
+
 def gelu(x, /, *, approximate: str = "none") -> Tensor:
     """Gaussian error linear unit: exact (erf) or approximate='tanh'."""
     return call(_S["gelu"], x, approximate=approximate)
@@ -163,6 +176,32 @@ def _layer_norm(x, weight=None, bias=None, *, eps=1e-5):
     if weight is not None:
         y = y * weight
     return y if bias is None else y + bias
+
+
+@decomposition("rms_norm")
+@_in_float32
+def _rms_norm(x, weight=None, *, eps=1e-6):
+    y = x / F.sqrt(mean(x * x, axis=-1, keepdims=True) + eps)
+    return y if weight is None else y * weight
+
+
+def rope_pairs(x: Tensor, interleaved: bool) -> tuple[Tensor, Tensor]:
+    """(first, second) elements of each rotated pair of x's last axis."""
+    half = x.shape[-1] // 2
+    lead = tuple((0, 1, n) for n in x.shape[:-1])
+    if interleaved:
+        return F.slice(x, (*lead, (0, 2, half))), F.slice(x, (*lead, (1, 2, half)))
+    return F.slice(x, (*lead, (0, 1, half))), F.slice(x, (*lead, (half, 1, half)))
+
+
+@decomposition("rope")
+@_in_float32
+def _rope(x, cos, sin, *, interleaved=False):
+    a, b = rope_pairs(x, interleaved)
+    first, second = a * cos - b * sin, b * cos + a * sin
+    if interleaved:
+        return F.reshape(F.stack([first, second], axis=-1), x.shape)
+    return F.concat([first, second], axis=-1)
 
 
 @decomposition("gelu")

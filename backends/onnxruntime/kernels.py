@@ -71,6 +71,8 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
     "max_pool": ("float16", "float32", "float64"),
     "avg_pool": ("float16", "float32"),
     "batch_norm": ("float16", "float32", "float64"),
+    "rms_norm": ("float16", "float32", "float64"),
+    "rope": ("float16", "float32", "float64"),
     "roll": ("bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32",
         "float64"),
     "isnan": ("int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"),

@@ -297,6 +297,29 @@ def _layer_norm(args, params, out, series):
     return _with_primal(y, out)
 
 
+@series_rule("rms_norm")
+def _rms_norm(args, params, out, series):
+    x, weight = _full([*args, None][:2], [*series, None][:2])
+    square = S.map_linear(lambda c: hal.mean(c, axis=-1, keepdims=True), S.square(x))
+    y = S.div(x, S.sqrt(S.shift(square, params.get("eps", 1e-6))))
+    return _with_primal(y if weight is None else S.mul(y, weight), out)
+
+
+@series_rule("rope")
+def _rope(args, params, out, series):
+    x, cos, sin = _full(args, series)
+    interleaved = params.get("interleaved", False)
+    zero = hal.zeros_like(args[1])
+
+    def by_cos(a, c):
+        return hal.nn.rope(a, c, zero, interleaved=interleaved)
+
+    def by_sin(a, s):
+        return hal.nn.rope(a, zero, s, interleaved=interleaved)
+
+    return S.add(S.bilinear(by_cos, x, cos), S.bilinear(by_sin, x, sin), out)
+
+
 @series_rule("gelu")
 def _gelu(args, params, out, series):
     return _with_primal(gelu(series[0], params.get("approximate", "none")), out)

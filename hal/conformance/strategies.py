@@ -493,6 +493,31 @@ def layer_norm(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
     return Case([x, w, b], {"eps": 1e-5}, draw(strided_views(1)))
 
 
+@strategy("rms_norm")
+@st.composite
+def rms_norm(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """Rows of 1 to 8 elements away from all-zero, an optional weight."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=8))
+    x = draw(arrays(d, shape, lo=-5, hi=5).filter(lambda a: np.all(np.max(
+        np.abs(a.astype(np.float64)), axis=-1) > 0.5)))
+    w = draw(st.none() | arrays(d, shape[-1:], lo=-2, hi=2))
+    return Case([x, w], {"eps": 1e-6}, draw(strided_views(1)))
+
+
+@strategy("rope")
+@st.composite
+def rope(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """(batch, heads, sequence, head size) down to (sequence, head size) inputs, angles per
+    position and pair broadcast over the rest, both pairings."""
+    lead = draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3))
+    seq, half = draw(st.integers(1, 5)), draw(st.integers(1, 4))
+    x = draw(arrays(d, (*lead, seq, 2 * half), lo=-3, hi=3))
+    angle = draw(arrays(dt.float64, (seq, half), lo=-4, hi=4))
+    interleaved = draw(st.booleans())
+    return Case([x, np.cos(angle).astype(d), np.sin(angle).astype(d)],
+                {"interleaved": interleaved}, draw(strided_views(1)))
+
+
 @strategy("linear")
 @st.composite
 def linear(draw, spec: ops.OpSpec, d: np.dtype) -> Case:

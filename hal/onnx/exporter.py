@@ -643,6 +643,39 @@ def _batch_norm(b, node, x, meta):
         epsilon=float(node.params.get("eps", 1e-5))))
 
 
+@_handles("rms_norm")
+def _rms_norm(b, node, x, meta):
+    """RMSNormalization from opset 23, its formula before."""
+    (shape, dtype), eps = meta[0], float(node.params.get("eps", 1e-6))
+    weight = x[1] if len(x) > 1 and x[1] is not None else None
+    if b.opset >= 23:
+        weight = weight or b.const(np.ones(shape[-1:]), dtype)
+        return b.op("RMSNormalization", [x[0], weight], axis=-1, epsilon=eps)
+    square = b.reduce("ReduceMean", b.op("Mul", [x[0], x[0]]), [len(shape) - 1], True)
+    y = b.op("Div", [x[0], b.op("Sqrt", [b.op("Add", [square, b.const(eps, dtype)])])])
+    return y if weight is None else b.op("Mul", [y, weight])
+
+
+@_handles("rope")
+def _rope(b, node, x, meta):
+    """Slices, products and a Concat (ONNX's RotaryEmbedding takes its own input layouts)."""
+    (shape, _), rank = meta[0], len(meta[0][0])
+    half = shape[-1] // 2
+    if node.params.get("interleaved", False):
+        pairs = b.op("Reshape", [x[0], b.ints([*shape[:-1], half, 2])])
+        first, second = b.op("Split", [pairs, b.ints([1, 1])], outputs=2, axis=rank)
+        a, c = (b.op("Squeeze", [v, b.ints([rank])]) for v in (first, second))
+    else:
+        a, c = b.op("Split", [x[0], b.ints([half, half])], outputs=2, axis=rank - 1)
+    cos, sin = x[1], x[2]
+    y1 = b.op("Sub", [b.op("Mul", [a, cos]), b.op("Mul", [c, sin])])
+    y2 = b.op("Add", [b.op("Mul", [c, cos]), b.op("Mul", [a, sin])])
+    if node.params.get("interleaved", False):
+        y1, y2 = (b.op("Unsqueeze", [v, b.ints([rank])]) for v in (y1, y2))
+        return b.op("Reshape", [b.op("Concat", [y1, y2], axis=rank), b.ints(list(shape))])
+    return b.op("Concat", [y1, y2], axis=rank - 1)
+
+
 @_handles("scaled_dot_product_attention")
 def _attention(b, node, x, meta):
     q, k, v = x

@@ -617,6 +617,16 @@ def _layer_norm(c, x, scale, bias=None):
     return F.reshape(y, x.shape)
 
 
+@_handles("RMSNormalization")
+def _rms_norm(c, x, scale):
+    x, scale = c.tensor(x), c.tensor(scale)
+    axis = c.attr("axis", -1) % x.ndim
+    eps = c.attr("epsilon", 1e-5)
+    size = math.prod(x.shape[axis:])  # normalise the trailing axes as one
+    y = nn.rms_norm(F.reshape(x, (*x.shape[:axis], size)), eps=eps)
+    return F.multiply(F.reshape(y, x.shape), scale)
+
+
 @_handles("Gelu")
 def _gelu(c, x):
     return nn.gelu(c.tensor(x), approximate=c.attr("approximate", "none"))

@@ -92,6 +92,10 @@ CASES = {
         hal.nn.batch_norm(hal.permute_dims(x, (0, 2, 3, 1)), m, v, layout="channels_last")),
         [_f32(2, 4, 7, 6), _f32(6, 2, 3, 2), _f32(6), _f32(3, 5, 3), _f32(4),
          np.abs(_f32(4)) + 0.5, _f32(2, 5, 9)]),
+    "llama": (lambda x, w, q, c, s: (
+        hal.nn.rms_norm(x, w), hal.nn.rms_norm(x, eps=1e-3), hal.nn.rope(q, c, s),
+        hal.nn.rope(q, c, s, interleaved=True)),
+        [_f32(3, 6), _f32(6), _f32(2, 2, 5, 6), np.cos(_f32(5, 3)), np.sin(_f32(5, 3))]),
     "special values": (lambda x, y: (
         hal.isnan(x), hal.isinf(x), hal.isfinite(x), hal.isnan(hal.astype(y, hal.int32)),
         hal.clip(x, -1.0, 2.5), hal.floor_divide(x, y), hal.remainder(x, y),
@@ -199,7 +203,7 @@ def _ort_run(model, feeds: dict) -> list[np.ndarray]:
     return session.run(None, feeds)
 
 
-@pytest.mark.parametrize("opset", [17, 20])
+@pytest.mark.parametrize("opset", [17, 20, 23])
 @pytest.mark.parametrize("case", list(CASES))
 def test_export_runs_in_onnxruntime_as_hal_eager(case, opset):
     fn, args = CASES[case]
@@ -485,6 +489,8 @@ ONNX_NODES = {
     "BatchNormalization": ("BatchNormalization", {"x": _f32(2, 3, 2, 2)},
                            {"s": _f32(3), "b": _f32(3), "m": _f32(3),
                             "v": np.float32([0.5, 1, 2])}, {"epsilon": 1e-3}, 1, 17),
+    "RMSNormalization axis": ("RMSNormalization", {"x": _f32(2, 3, 4)}, {"scale": _f32(4)},
+                              {"axis": 1, "epsilon": 1e-3}, 1, 23),
     "Gemm alpha beta": ("Gemm", {"a": _f32(3, 2)}, {"b": _f32(3, 4), "c": _f32(1, 4)},
                         {"alpha": 0.5, "beta": 2.0, "transA": 1}, 1, 17),
     "Max variadic": ("Max", {"a": _f32(2, 3), "b": _f32(3), "c": _f32(2, 1)}, {}, {}, 1, 17),

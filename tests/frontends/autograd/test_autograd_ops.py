@@ -32,6 +32,7 @@ def _case(rng, device, dtype):
     img = t(rng.standard_normal((2, 4, 5, 4)))
     cw, cb = t(rng.standard_normal((6, 2, 3, 2))), t(rng.standard_normal(6))
     seq = t(rng.standard_normal((2, 5, 3)))  # channels last
+    angles = [t(rng.standard_normal((3, 2))) for _ in range(2)]  # (sequence, head size / 2)
     per_channel = [t(rng.uniform(0.5, 2.0, 4)) for _ in range(2)] + [y, y * 2]
     return {
         "negative": (hal.negative, (x,)),
@@ -106,6 +107,10 @@ def _case(rng, device, dtype):
         "avg_pool-last": (lambda a: hal.nn.avg_pool(a, 2, padding=1, count_include_pad=True,
                                                     layout="channels_last"), (seq,), "avg_pool"),
         "batch_norm": (hal.nn.batch_norm, (img, *per_channel)),
+        "rms_norm": (hal.nn.rms_norm, (x, y)),
+        "rope": (hal.nn.rope, (q, *angles)),
+        "rope-interleaved": (lambda a, c, s: hal.nn.rope(a, c, s, interleaved=True),
+                             (q, *angles), "rope"),
         # collectives over the one-rank group; tests/frontends/parallel runs real ranks
         "all_reduce": (lambda a: C.all_reduce(a, group="self"), (x,)),
         "all_gather": (lambda a: C.all_gather(a, group="self", axis=1), (x,)),
