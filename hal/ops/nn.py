@@ -81,7 +81,11 @@ def _rope_meta(x, cos, sin, *, interleaved=False):
     if tuple(cos.shape) != tuple(sin.shape):
         raise ShapeError(f"rope: cos {tuple(cos.shape)} and sin {tuple(sin.shape)} must have "
                          "one shape")
-    if shapes.broadcast("rope", half, cos.shape) != half:
+    try:
+        fits = np.broadcast_shapes(half, tuple(cos.shape)) == half
+    except ValueError:
+        fits = False
+    if not fits:
         raise ShapeError(f"rope: cos and sin of shape {tuple(cos.shape)} must broadcast to "
                          f"{half} (the input's shape with half its last axis): one angle per "
                          "position and pair, e.g. (sequence, head size / 2)")
