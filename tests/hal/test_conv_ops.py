@@ -16,7 +16,7 @@ RNG = np.random.default_rng(11)
 def _direct_conv1d(x, w, stride, pad, dilation, groups):
     """The definition, one output element at a time."""
     xp = np.pad(x, ((0, 0), (0, 0), pad))
-    n, c, length = xp.shape
+    n, _, length = xp.shape
     o, cg, k = w.shape
     og = o // groups
     out = (length - dilation * (k - 1) - 1) // stride + 1
