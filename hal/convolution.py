@@ -1,5 +1,5 @@
 """Convolution, pooling and batch norm: `hal.nn.conv`, `hal.nn.max_pool`, `hal.nn.avg_pool`,
-`hal.nn.batch_norm`, and their gradients written in hal ops.
+`hal.nn.batch_norm`, `hal.nn.conv_transpose`, and their gradients written in hal ops.
 
 The gradients (`conv_input_grad`, `conv_weight_grad`, `max_pool_grad`, `avg_pool_grad`)
 are convolutions themselves, on channels-first tensors: a convolution's input gradient
@@ -21,7 +21,7 @@ from .dispatch import call, decomposition
 from .ops import conv as C
 from .tensor import Tensor
 
-_S = {n: ops.spec(n) for n in ("conv", "max_pool", "avg_pool", "batch_norm")}
+_S = {n: ops.spec(n) for n in ("conv", "conv_transpose", "max_pool", "avg_pool", "batch_norm")}
 
 
 def _tuples(value):
@@ -41,6 +41,17 @@ def conv(x, weight, bias=None, /, *, stride=1, padding=0, dilation=1, groups: in
     one (before, after) pair per axis (zeros).
     """
     return call(_S["conv"], x, weight, bias, stride=_tuples(stride), padding=_tuples(padding),
+                dilation=_tuples(dilation), groups=groups, layout=layout)
+
+
+def conv_transpose(x, weight, bias=None, /, *, stride=1, padding=0, output_padding=0,
+                   dilation=1, groups: int = 1, layout: str = "channels_first") -> Tensor:
+    """The transposed convolution (conv's input gradient), as ONNX ConvTranspose and
+    torch's conv_transposeNd: weight (in_channels, out_channels / groups, *kernel); output
+    size (size - 1) * stride - padding + dilation * (kernel - 1) + output_padding + 1 per
+    axis, output_padding below the stride."""
+    return call(_S["conv_transpose"], x, weight, bias, stride=_tuples(stride),
+                padding=_tuples(padding), output_padding=_tuples(output_padding),
                 dilation=_tuples(dilation), groups=groups, layout=layout)
 
 
@@ -74,6 +85,23 @@ def _batch_norm(x, mean, var, weight=None, bias=None, *, eps=1e-5, layout="chann
         scale = scale * F.reshape(weight, shape)
     y = (x - F.reshape(mean, shape)) * scale
     return y if bias is None else y + F.reshape(bias, shape)
+
+
+@decomposition("conv_transpose")
+def _conv_transpose(x, weight, bias=None, *, stride=1, padding=0, output_padding=0, dilation=1,
+                    groups=1, layout="channels_first"):
+    out_shape, _ = ops.spec("conv_transpose").meta(
+        x, weight, bias, stride=stride, padding=padding, output_padding=output_padding,
+        dilation=dilation, groups=groups, layout=layout)
+    xf = to_channels_first(x, layout)
+    s, pairs, d, _ = C.transpose_arguments(xf.ndim - 2, {
+        "stride": stride, "padding": padding, "dilation": dilation,
+        "output_padding": output_padding})
+    spatial = out_shape[2:] if layout == "channels_first" else out_shape[1:-1]
+    y = conv_input_grad(xf, weight, spatial, s, pairs, d, groups)
+    if bias is not None:
+        y = y + F.reshape(bias, C.channel_shape(y.ndim, "channels_first"))
+    return from_channels_first(y, layout)
 
 
 # -- layouts ---------------------------------------------------------------------------------

@@ -14,7 +14,13 @@ import numpy as np
 
 from . import functions as F
 from . import ops
-from .convolution import avg_pool, batch_norm, conv, max_pool  # noqa: F401  (hal.nn names)
+from .convolution import (  # noqa: F401  (hal.nn names)
+    avg_pool,
+    batch_norm,
+    conv,
+    conv_transpose,
+    max_pool,
+)
 from .dispatch import call, decomposition
 from .ops import shapes
 from .runtime import dtypes as dt

@@ -68,6 +68,7 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
     "linear": ("float16", "float32"),
     "scaled_dot_product_attention": ("float16", "float32", "float64"),
     "conv": ("float16", "float32"),
+    "conv_transpose": ("float16", "float32"),
     "max_pool": ("float16", "float32", "float64"),
     "avg_pool": ("float16", "float32"),
     "batch_norm": ("float16", "float32", "float64"),

@@ -376,14 +376,21 @@ def _attention(args, params, out, series):
 
 
 # -- convolution and pooling -----------------------------------------------------------------
-@series_rule("conv")
-def _conv(args, params, out, series):
-    x, weight, bias = _full([*args, None][:3], [*series, None][:3])
-    y = S.bilinear(lambda a, w: hal.nn.conv(a, w, **params), x, weight)
-    if bias is not None:
-        shape = ops.conv.channel_shape(out.ndim, params.get("layout", "channels_first"))
-        y = S.add(y, S.map_linear(lambda c: hal.reshape(c, shape), bias))
-    return _with_primal(y, out)
+def _convolution(fn):
+    """The series rule of a convolution fn(x, weight, **params): bilinear, plus the bias."""
+    def rule(args, params, out, series):
+        x, weight, bias = _full([*args, None][:3], [*series, None][:3])
+        y = S.bilinear(lambda a, w: fn(a, w, **params), x, weight)
+        if bias is not None:
+            shape = ops.conv.channel_shape(out.ndim, params.get("layout", "channels_first"))
+            y = S.add(y, S.map_linear(lambda c: hal.reshape(c, shape), bias))
+        return _with_primal(y, out)
+
+    return rule
+
+
+RULES["conv"] = _convolution(hal.nn.conv)
+RULES["conv_transpose"] = _convolution(hal.nn.conv_transpose)
 
 
 @series_rule("max_pool")

@@ -1,4 +1,5 @@
-"""Reverse-mode rules of conv, max_pool, avg_pool and batch_norm, written in hal ops.
+"""Reverse-mode rules of conv, conv_transpose, max_pool, avg_pool and batch_norm, written in
+hal ops.
 
 The gradients are convolutions themselves (`hal.convolution`), so they nest and run on
 any backend. Conventions as in `vjp_rules`.
@@ -42,6 +43,27 @@ def _conv(ct, args, params, out, needs):
     if needs[1]:
         gw = CV.conv_weight_grad(CV.to_channels_first(x, layout), g, kernel, stride, padding,
                                  dilation, groups)
+    if bias is not None and needs[2]:
+        gb = hal.sum(g, axis=(0, *range(2, g.ndim)))
+    return (gx, gw, gb)[:len(args)]
+
+
+@vjp_rule("conv_transpose", out=False)
+def _conv_transpose(ct, args, params, out, needs):
+    """conv_transpose(x, w) is conv's input gradient: its own input gradient is conv, its
+    weight gradient conv's weight gradient with the roles of x and the cotangent swapped."""
+    x, weight, bias = ([*list(args), None])[:3]
+    layout = params.get("layout", "channels_first")
+    g = CV.to_channels_first(ct, layout)
+    stride, padding, dilation, _ = C.transpose_arguments(weight.ndim - 2, params)
+    groups = params.get("groups", 1)
+    gx = gw = gb = None
+    if needs[0]:
+        gx = CV.from_channels_first(hal.nn.conv(g, weight, stride=stride, padding=padding,
+                                                dilation=dilation, groups=groups), layout)
+    if needs[1]:
+        gw = CV.conv_weight_grad(g, CV.to_channels_first(x, layout), weight.shape[2:], stride,
+                                 padding, dilation, groups)
     if bias is not None and needs[2]:
         gb = hal.sum(g, axis=(0, *range(2, g.ndim)))
     return (gx, gw, gb)[:len(args)]

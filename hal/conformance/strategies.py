@@ -591,6 +591,33 @@ def conv(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
     return Case([x, w, b], params, draw(strided_views(1)))
 
 
+@strategy("conv_transpose")
+@st.composite
+def conv_transpose(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """1 to 3 spatial axes, groups, strides with output padding below them, dilations,
+    every padding form that leaves an output, an optional bias, both layouts."""
+    r = draw(st.integers(1, 3))
+    groups, cg, og, n = (draw(st.integers(1, 2)) for _ in range(4))
+    kernel = tuple(draw(st.integers(1, 3)) for _ in range(r))
+    stride = tuple(draw(st.integers(1, 2)) for _ in range(r))
+    dilation = tuple(draw(st.integers(1, 2)) for _ in range(r))
+    extra = tuple(draw(st.integers(0, s - 1)) for s in stride)
+    spatial = tuple(draw(st.integers(1, 4)) for _ in range(r))
+    padding = draw(_padding(r))
+    pairs = ops.conv.pads("conformance", padding, r)
+    fits = all((m - 1) * s + dd * (k - 1) + e + 1 > lo + hi for m, s, dd, k, e, (lo, hi)
+                 in zip(spatial, stride, dilation, kernel, extra, pairs, strict=True))
+    if not fits:
+        padding = 0
+    x = draw(arrays(d, (n, groups * cg, *spatial), lo=-2, hi=2))
+    x, layout = _layout(draw, x)
+    w = draw(arrays(d, (groups * cg, og, *kernel), lo=-2, hi=2))
+    b = draw(st.none() | arrays(d, (groups * og,), lo=-2, hi=2))
+    params = {"stride": stride, "padding": padding, "output_padding": extra,
+              "dilation": dilation, "groups": groups, "layout": layout}
+    return Case([x, w, b], params, draw(strided_views(1)))
+
+
 @strategy(family="pool")
 @st.composite
 def pool(draw, spec: ops.OpSpec, d: np.dtype) -> Case:

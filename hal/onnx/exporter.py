@@ -609,17 +609,21 @@ def _window_attrs(node, r: int, kernel=None) -> dict:
     return attrs
 
 
-@_handles("conv")
+@_handles("conv", "conv_transpose")
 def _conv(b, node, x, meta):
     from ..ops import conv as C
 
     rank = len(meta[0][0])
     attrs = _window_attrs(node, rank - 2, meta[1][0][2:])
-    attrs["dilations"] = list(C.per_axis("conv", "dilation", node.params.get("dilation", 1),
+    attrs["dilations"] = list(C.per_axis(node.op, "dilation", node.params.get("dilation", 1),
                                          rank - 2, 1))
+    op_type = "Conv"
+    if node.op == "conv_transpose":
+        op_type = "ConvTranspose"
+        attrs["output_padding"] = list(C.transpose_arguments(rank - 2, node.params)[3])
     inputs = x[1:3] if len(x) > 2 else x[1:2]
     return _channels_first(b, node, x[0], rank, lambda v: b.op(
-        "Conv", [v, *inputs], group=int(node.params.get("groups", 1)), **attrs))
+        op_type, [v, *inputs], group=int(node.params.get("groups", 1)), **attrs))
 
 
 @_handles("max_pool", "avg_pool")

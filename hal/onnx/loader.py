@@ -674,6 +674,21 @@ def _conv(c, x, weight, bias=None):
                    groups=c.attr("group", 1))
 
 
+@_handles("ConvTranspose")
+def _conv_transpose(c, x, weight, bias=None):
+    if c.attr("output_shape") is not None:
+        raise UnsupportedOp("ConvTranspose: output_shape is not supported; give pads and "
+                            "output_padding instead")
+    x, weight, bias = c.tensor(x), c.tensor(weight), c.tensor(bias)
+    window = _window(c, x, "ConvTranspose", weight.shape[2:])
+    r = x.ndim - 2
+    return nn.conv_transpose(x, weight, bias, stride=window["stride"],
+                             padding=window["padding"],
+                             output_padding=tuple(c.attr("output_padding", [0] * r)),
+                             dilation=tuple(c.attr("dilations", [1] * r)),
+                             groups=c.attr("group", 1))
+
+
 @_handles("MaxPool", "AveragePool")
 def _pool(c, x):
     if c.node.op_type == "MaxPool" and (any(c.node.output[1:]) or

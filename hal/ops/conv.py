@@ -1,11 +1,15 @@
-"""Convolution and pooling over 1 to 3 spatial axes: conv (extended), max_pool and avg_pool
-(extended), batch_norm (a composite: inference with running statistics).
+"""Convolution and pooling over 1 to 3 spatial axes: conv (extended), conv_transpose (a
+composite: conv's input gradient), max_pool and avg_pool (extended), batch_norm (a
+composite: inference with running statistics).
 
 Layouts: "channels_first" (N, C, *spatial), ONNX's and PyTorch's, the default, or
 "channels_last" (N, *spatial, C). A conv weight is (out_channels, in_channels / groups,
 *kernel) in either layout. `padding` is an int (every side), one int per spatial axis
 (both sides) or one (before, after) pair per spatial axis. Output size per axis:
 (size + before + after - dilation * (kernel - 1) - 1) // stride + 1 (floor, no ceil mode).
+conv_transpose's weight is (in_channels, out_channels / groups, *kernel), as ONNX's and
+PyTorch's, and its output size (size - 1) * stride - before - after + dilation * (kernel -
+1) + output_padding + 1, output_padding (extra elements at the end) below the stride.
 avg_pool's count_include_pad=False (ONNX's default) divides each window by the number of
 its elements inside the input; True divides by the whole kernel size (PyTorch's default).
 """
@@ -20,7 +24,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ..runtime import dtypes as dt
 from ..runtime.errors import ShapeError
 from . import arguments
-from .spec import COMPOSITE, EXTENDED, LOOSE, declare
+from .spec import COMPOSITE, EXTENDED, LOOSE, declare, lift
 
 LAYOUTS = ("channels_first", "channels_last")
 
@@ -159,8 +163,83 @@ def conv_reference(x, weight, bias=None, *, stride=1, padding=0, dilation=1, gro
 
 
 def _conv_bound(x, weight, bias=None, **params):
-    return conv_reference(np.abs(x), np.abs(weight), None if bias is None else np.abs(bias),
-                          **params) + 1
+    x, weight, bias = (None if a is None else np.abs(lift(a)) for a in (x, weight, bias))
+    return conv_reference(x, weight, bias, **params) + 1
+
+
+# -- conv_transpose -----------------------------------------------------------------------
+def transpose_arguments(r: int, params: dict) -> tuple:
+    """(stride, padding pairs, dilation, output_padding) of conv_transpose's params."""
+    stride = per_axis("conv_transpose", "stride", params.get("stride", 1), r, 1)
+    extra = per_axis("conv_transpose", "output_padding", params.get("output_padding", 0), r, 0)
+    if any(e >= s for e, s in zip(extra, stride, strict=True)):
+        raise ShapeError(f"conv_transpose: output_padding {extra} must be smaller than the "
+                         f"stride {stride} on every axis")
+    return (stride, pads("conv_transpose", params.get("padding", 0), r),
+            per_axis("conv_transpose", "dilation", params.get("dilation", 1), r, 1), extra)
+
+
+def _conv_transpose_meta(x, weight, bias=None, *, stride=1, padding=0, output_padding=0,
+                         dilation=1, groups=1, layout="channels_first"):
+    r = spatial_rank("conv_transpose", x, layout)
+    if weight.ndim != x.ndim:
+        raise ShapeError(f"conv_transpose: weight of shape {tuple(weight.shape)} must be "
+                         f"{x.ndim}-d (in_channels, out_channels / groups, *kernel) for input "
+                         f"{tuple(x.shape)}")
+    g = arguments.integer("conv_transpose", "groups", groups, minimum=1)
+    n, c, spatial = _split(tuple(x.shape), layout)
+    if weight.shape[0] != c or c % g:
+        raise ShapeError(f"conv_transpose: input of shape {tuple(x.shape)} ({layout}: {c} "
+                         f"channels) and weight {tuple(weight.shape)} do not fit groups={g}: "
+                         "weight.shape[0] must be the input's channels, divisible by groups")
+    o = weight.shape[1] * g
+    if bias is not None and tuple(bias.shape) != (o,):
+        raise ShapeError(f"conv_transpose: bias of shape {tuple(bias.shape)} must be ({o},), "
+                         "one per output channel")
+    stride, pairs, dil, extra = transpose_arguments(r, {
+        "stride": stride, "padding": padding, "dilation": dilation,
+        "output_padding": output_padding})
+    sizes = tuple((m - 1) * s - lo - hi + d * (k - 1) + e + 1 for m, s, (lo, hi), d, k, e in
+                  zip(spatial, stride, pairs, dil, weight.shape[2:], extra, strict=True))
+    if min(sizes, default=1) < 1 or min(spatial, default=1) < 1:
+        raise ShapeError(f"conv_transpose: input {tuple(x.shape)} with padding {pairs} gives "
+                         f"output size {sizes}; pad less")
+    return _join(n, o, sizes, layout), x.dtype
+
+
+def _conv_transpose_ref(x, weight, bias=None, *, stride=1, padding=0, output_padding=0,
+                        dilation=1, groups=1, layout="channels_first"):
+    """Each input element scatters weight * itself into the output (one tensordot per kernel
+    tap), then the padding is cropped."""
+    x = channels_first(x, layout)
+    r = x.ndim - 2
+    stride, pairs, dil, extra = transpose_arguments(r, {
+        "stride": stride, "padding": padding, "dilation": dilation,
+        "output_padding": output_padding})
+    n, c = x.shape[:2]
+    kernel = weight.shape[2:]
+    og = weight.shape[1]
+    full = tuple((m - 1) * s + d * (k - 1) + e + 1 for m, s, d, k, e in
+                 zip(x.shape[2:], stride, dil, kernel, extra, strict=True))
+    y = np.zeros((n, groups, og, *full), dtype=np.result_type(x, weight))
+    xg = x.reshape(n, groups, c // groups, *x.shape[2:])
+    wg = weight.reshape(groups, c // groups, og, *kernel)
+    for tap in np.ndindex(*kernel):
+        part = np.einsum("ngc...,gco->ngo...", xg, wg[(slice(None),) * 3 + tap])
+        at = tuple(slice(d * t, d * t + s * (m - 1) + 1, s) for d, t, s, m in
+                   zip(dil, tap, stride, x.shape[2:], strict=True))
+        y[(slice(None),) * 3 + at] += part
+    y = y.reshape(n, groups * og, *full)
+    y = y[(slice(None), slice(None), *(slice(lo, f - hi) for (lo, hi), f in
+                                       zip(pairs, full, strict=True)))]
+    if bias is not None:
+        y = y + bias.reshape(-1, *(1,) * r)
+    return from_channels_first(np.ascontiguousarray(y), layout)
+
+
+def _conv_transpose_bound(x, weight, bias=None, **params):
+    x, weight, bias = (None if a is None else np.abs(lift(a)) for a in (x, weight, bias))
+    return _conv_transpose_ref(x, weight, bias, **params) + 1
 
 
 # -- pooling ----------------------------------------------------------------------------------
@@ -250,6 +329,8 @@ def _batch_norm_ref(x, mean, var, weight=None, bias=None, *, eps=1e-5,
 
 declare("conv", EXTENDED, "conv", dt.REALS, conv_reference, _conv_meta, promote=(0, 1, 2),
         tolerance=LOOSE, bound=_conv_bound)
+declare("conv_transpose", COMPOSITE, "conv", dt.REALS, _conv_transpose_ref,
+        _conv_transpose_meta, promote=(0, 1, 2), tolerance=LOOSE, bound=_conv_transpose_bound)
 declare("max_pool", EXTENDED, "pool", dt.REALS, _max_pool_ref, _max_pool_meta)
 declare("avg_pool", EXTENDED, "pool", dt.REALS, _avg_pool_ref, _avg_pool_meta,
         tolerance=LOOSE)

@@ -101,6 +101,9 @@ def _case(rng, device, dtype):
                                              dilation=(1, 2), groups=2), (img, cw, cb)),
         "conv-1d-last": (lambda a, c: hal.nn.conv(a, c, padding=1, layout="channels_last"),
                          (seq, t(rng.standard_normal((2, 3, 3)))), "conv"),
+        "conv_transpose": (lambda a, c, d: hal.nn.conv_transpose(
+            a, c, d, stride=(2, 1), padding=((1, 0), (0, 1)), output_padding=(1, 0),
+            dilation=(1, 2), groups=2), (img, hal.reshape(cw, (4, 3, 3, 2)), cb)),
         "max_pool": (lambda a: hal.nn.max_pool(a, (2, 3), stride=(2, 1),
                                                padding=((1, 1), (0, 1))), (img,)),
         "avg_pool": (lambda a: hal.nn.avg_pool(a, 2, stride=1, padding=1), (img,)),
