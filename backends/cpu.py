@@ -2,8 +2,8 @@
 
 Every op has a kernel: the op's numpy reference by default, and faster library calls
 where they exist (numpy ufuncs directly, FFTW plans (`cpu_fft`), a vectorised float32 erf
-and GELU (`cpu_erf`; scipy.special.erf in float64), ONNX Runtime's convolution (`cpu_conv`),
-composites written as one numpy expression instead of a chain of dispatched ops).
+and GELU (`cpu_erf`; scipy.special.erf in float64), ONNX Runtime's convolutions and pools
+(`cpu_conv`), composites written as one numpy expression instead of a chain of dispatched ops).
 Tensors are numpy arrays, so host transfers are free and DLPack is numpy's.
 """
 
@@ -174,8 +174,9 @@ def _attention(q, k, v, *, causal=False, scale=None):
 kernels.register("qmatmul", device_arg=False)(cpu_int8.qmatmul)
 kernels.register("quantized_linear", device_arg=False)(cpu_int8.quantized_linear)
 
-# convolution through ONNX Runtime's MLAS where it has a kernel (see cpu_conv)
-kernels.register("conv", device_arg=False)(cpu_conv.conv)
+# convolutions and pools through ONNX Runtime's MLAS where it has a kernel (see cpu_conv)
+for _name in cpu_conv.ON_ONNXRUNTIME:
+    kernels.register(_name, device_arg=False)(cpu_conv.kernel(_name))
 
 
 class CpuDevice(hal.Device):
