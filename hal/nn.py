@@ -24,7 +24,8 @@ from .convolution import (  # noqa: F401  (hal.nn names)
 from .dispatch import call, decomposition
 from .ops import shapes
 from .runtime import dtypes as dt
-from .tensor import Tensor
+from .runtime.errors import ShapeError
+from .tensor import Tensor, tensor_argument
 
 _S = {n: ops.spec(n) for n in ops.names(ops.COMPOSITE)}
 
@@ -191,8 +192,11 @@ def _rms_norm(x, weight=None, *, eps=1e-6):
     return y if weight is None else y * weight
 
 
-def rope_pairs(x: Tensor, interleaved: bool) -> tuple[Tensor, Tensor]:
-    """(first, second) elements of each rotated pair of x's last axis."""
+def rope_pairs(x: Tensor, interleaved: bool = False) -> tuple[Tensor, Tensor]:
+    """(first, second) elements of each pair that rope rotates along x's last axis."""
+    x = tensor_argument("rope_pairs", x)
+    if x.ndim == 0 or x.shape[-1] % 2:
+        raise ShapeError(f"rope_pairs: x of shape {tuple(x.shape)} needs an even last axis")
     half = x.shape[-1] // 2
     lead = tuple((0, 1, n) for n in x.shape[:-1])
     if interleaved:
