@@ -13,6 +13,7 @@ import math
 
 import hal
 from hal import HalError, ShapeError, Tensor
+from hal.compile.trace import Tracer
 
 from .layer import Layer
 
@@ -110,7 +111,7 @@ class BatchNorm(Layer):
     eval mode: with the running statistics (buffers `running_mean`, `running_var`), as
     hal.nn.batch_norm. train mode: with the batch's own mean and (biased) variance, and the
     running statistics move toward them by `momentum` (the variance unbiased), as PyTorch's
-    BatchNorm; under hal.jit or a gradient that update is a side effect of the call.
+    BatchNorm: eagerly (under a gradient too), not under hal.jit, which refuses train mode.
     """
 
     def __init__(self, channels: int, eps: float = 1e-5, momentum: float = 0.1, *,
@@ -134,6 +135,10 @@ class BatchNorm(Layer):
         axes = (0, *range(2, x.ndim)) if self.layout == "channels_first" \
             else tuple(range(x.ndim - 1))
         mean, var = hal.mean(x, axis=axes), hal.var(x, axis=axes)
+        if isinstance(mean, Tracer):
+            raise HalError(f"BatchNorm({channels}) in train mode under hal.jit: its running "
+                           "statistics cannot be updated inside a traced function; call "
+                           ".eval() first, or run the training step eagerly")
         count = math.prod(x.shape[a] for a in axes)
         m = self.momentum
         self.running_mean = self.running_mean * (1 - m) + mean * m

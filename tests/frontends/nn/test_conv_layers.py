@@ -76,6 +76,15 @@ def test_batch_norm_trains_on_batch_statistics_and_evaluates_on_running_ones():
     np.testing.assert_allclose(bn.running_mean.numpy(), rm)  # eval leaves them
 
 
+def test_batch_norm_in_train_mode_is_refused_under_jit():
+    bn = nn.BatchNorm(3)
+    with pytest.raises(hal.HalError, match=r"BatchNorm\(3\) in train mode under hal.jit"):
+        hal.jit(lambda a: bn(a))(hal.zeros((2, 3, 4)))
+    np.testing.assert_array_equal(bn.running_mean.numpy(), np.zeros(3))  # left as it was
+    np.testing.assert_allclose(hal.jit(lambda a: bn.eval()(a))(hal.ones((2, 3, 4))).numpy(),
+                               np.full((2, 3, 4), 1 / np.sqrt(1 + 1e-5)), rtol=1e-6)
+
+
 def test_rms_norm_matches_numpy():
     x = RNG.standard_normal((2, 3, 8))
     norm = nn.RMSNorm(8, dtype=hal.float64)
