@@ -11,6 +11,7 @@ convolution with one-hot kernels. So they run on any backend that has `conv`, an
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -75,6 +76,77 @@ def batch_norm(x, mean, var, /, weight=None, bias=None, *, eps: float = 1e-5,
     """Inference batch norm: (x - mean) / sqrt(var + eps) * weight + bias per channel, with
     running statistics mean and var of shape (C,)."""
     return call(_S["batch_norm"], x, mean, var, weight, bias, eps=eps, layout=layout)
+
+
+def _in_float32(fn):
+    """A decomposition of half-precision operands computed in float32, rounded once (as the
+    reference computes them: a half-precision matmul would round every partial sum)."""
+    def run(x, *args, **params):
+        if x.dtype not in ops.HALF:
+            return fn(x, *args, **params)
+        lifted = [None if a is None else F.astype(a, "float32") for a in (x, *args)]
+        return F.astype(fn(*lifted, **params), x.dtype)
+
+    return run
+
+
+def _taps(x: Tensor, kernel, stride, dilation, out) -> list[Tensor]:
+    """For each kernel tap, the (N, C, *out) elements of a channels-first x it reads."""
+    lead = ((0, 1, x.shape[0]), (0, 1, x.shape[1]))
+    return [F.slice(x, (*lead, *((t * d, s, m) for t, d, s, m in
+                                 zip(tap, dilation, stride, out, strict=True))))
+            for tap in np.ndindex(*kernel)]
+
+
+@decomposition("conv")
+@_in_float32
+def _conv(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1,
+          layout="channels_first"):
+    """im2col from strided slices, then one batched matmul per group (cuBLAS on a GPU)."""
+    xf = to_channels_first(x, layout)
+    kernel = weight.shape[2:]
+    s, pairs, d, _ = conv_arguments(xf.shape, kernel, {
+        "stride": stride, "padding": padding, "dilation": dilation})
+    if any(lo or hi for lo, hi in pairs):
+        xf = F.pad(xf, ((0, 0), (0, 0), *pairs))
+    out = C.out_sizes("conv", xf.shape[2:], kernel, s, ((0, 0),) * len(kernel), d)
+    n, c = xf.shape[:2]
+    o, taps = weight.shape[0], math.prod(kernel)
+    patches = F.reshape(F.stack(_taps(xf, kernel, s, d, out), axis=2),
+                        (n, groups, (c // groups) * taps, math.prod(out)))
+    w = F.reshape(weight, (groups, o // groups, (c // groups) * taps))
+    y = F.reshape(F.matmul(w, patches), (n, o, *out))
+    if bias is not None:
+        y = y + F.reshape(bias, C.channel_shape(y.ndim, "channels_first"))
+    return from_channels_first(y, layout)
+
+
+def _pool_decomposition(kind: str):
+    @_in_float32
+    def pool(x, *, kernel, stride=None, padding=0, count_include_pad=False,
+             layout="channels_first"):
+        xf = to_channels_first(x, layout)
+        k, s, pairs = C.pool_arguments(kind, xf, kernel, stride, padding)
+        r = len(k)
+        padded = F.pad(xf, ((0, 0), (0, 0), *pairs),
+                       value=-math.inf if kind == "max_pool" else 0) \
+            if any(lo or hi for lo, hi in pairs) else xf
+        out = C.out_sizes(kind, xf.shape[2:], k, s, pairs, (1,) * r)
+        taps = _taps(padded, k, s, (1,) * r, out)
+        y = functools.reduce(F.maximum if kind == "max_pool" else F.add, taps)
+        if kind == "avg_pool":
+            counts = avg_pool_counts(xf.shape[2:], k, s, pairs, count_include_pad)
+            y = y / (counts if not isinstance(counts, np.ndarray) else
+                     Tensor.from_host(counts.astype(y.dtype), y.device))
+        if len(taps) == 1 and kind == "max_pool":
+            y = y * 1  # a one-tap window is a strided view of x; an op's result is its own
+        return from_channels_first(y, layout)
+
+    return pool
+
+
+decomposition("max_pool")(_pool_decomposition("max_pool"))
+decomposition("avg_pool")(_pool_decomposition("avg_pool"))
 
 
 @decomposition("batch_norm")

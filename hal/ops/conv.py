@@ -1,6 +1,7 @@
-"""Convolution and pooling over 1 to 3 spatial axes: conv (extended), conv_transpose (a
-composite: conv's input gradient), max_pool and avg_pool (extended), batch_norm (a
-composite: inference with running statistics).
+"""Convolution and pooling over 1 to 3 spatial axes, all composites: conv (im2col from
+strided slices and a matmul), conv_transpose (conv's input gradient), max_pool and avg_pool
+(a fold over strided slices), batch_norm (inference with running statistics). Backends
+with a library convolution register kernels for them.
 
 Layouts: "channels_first" (N, C, *spatial), ONNX's and PyTorch's, the default, or
 "channels_last" (N, *spatial, C). A conv weight is (out_channels, in_channels / groups,
@@ -25,7 +26,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ..runtime import dtypes as dt
 from ..runtime.errors import ShapeError
 from . import arguments
-from .spec import COMPOSITE, EXTENDED, LOOSE, declare, lift
+from .spec import COMPOSITE, LOOSE, declare, lift
 
 LAYOUTS = ("channels_first", "channels_last")
 
@@ -333,12 +334,12 @@ def _batch_norm_ref(x, mean, var, weight=None, bias=None, *, eps=1e-5,
     return y if bias is None else y + bias.reshape(shape)
 
 
-declare("conv", EXTENDED, "conv", dt.REALS, conv_reference, _conv_meta, promote=(0, 1, 2),
+declare("conv", COMPOSITE, "conv", dt.REALS, conv_reference, _conv_meta, promote=(0, 1, 2),
         tolerance=LOOSE, bound=_conv_bound)
 declare("conv_transpose", COMPOSITE, "conv", dt.REALS, _conv_transpose_ref,
         _conv_transpose_meta, promote=(0, 1, 2), tolerance=LOOSE, bound=_conv_transpose_bound)
-declare("max_pool", EXTENDED, "pool", dt.REALS, _max_pool_ref, _max_pool_meta)
-declare("avg_pool", EXTENDED, "pool", dt.REALS, _avg_pool_ref, _avg_pool_meta,
+declare("max_pool", COMPOSITE, "pool", dt.REALS, _max_pool_ref, _max_pool_meta)
+declare("avg_pool", COMPOSITE, "pool", dt.REALS, _avg_pool_ref, _avg_pool_meta,
         tolerance=LOOSE)
 declare("batch_norm", COMPOSITE, "nn", dt.REALS, _batch_norm_ref, _batch_norm_meta,
         promote=(0, 1, 2, 3, 4), tolerance=LOOSE)
