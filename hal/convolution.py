@@ -1,5 +1,7 @@
 """Convolution, pooling and batch norm: `hal.nn.conv`, `hal.nn.max_pool`, `hal.nn.avg_pool`,
-`hal.nn.batch_norm`, `hal.nn.conv_transpose`, and their gradients written in hal ops.
+`hal.nn.batch_norm`, `hal.nn.conv_transpose`, their default decompositions (im2col from
+strided slices and a batched matmul; folds over strided slices) and their gradients
+written in hal ops.
 
 The gradients (`conv_input_grad`, `conv_weight_grad`, `max_pool_grad`, `avg_pool_grad`)
 are convolutions themselves, on channels-first tensors: a convolution's input gradient
@@ -105,7 +107,7 @@ def _conv(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1,
     """im2col from strided slices, then one batched matmul per group (cuBLAS on a GPU)."""
     xf = to_channels_first(x, layout)
     kernel = weight.shape[2:]
-    s, pairs, d, _ = conv_arguments(xf.shape, kernel, {
+    s, pairs, d, _ = conv_arguments(len(kernel), {
         "stride": stride, "padding": padding, "dilation": dilation})
     if any(lo or hi for lo, hi in pairs):
         xf = F.pad(xf, ((0, 0), (0, 0), *pairs))
@@ -126,7 +128,7 @@ def _pool_decomposition(kind: str):
     def pool(x, *, kernel, stride=None, padding=0, count_include_pad=False,
              layout="channels_first"):
         xf = to_channels_first(x, layout)
-        k, s, pairs = C.pool_arguments(kind, xf, kernel, stride, padding)
+        k, s, pairs = C.pool_arguments(kind, xf.ndim - 2, kernel, stride, padding)
         r = len(k)
         padded = F.pad(xf, ((0, 0), (0, 0), *pairs),
                        value=-math.inf if kind == "max_pool" else 0) \
@@ -191,10 +193,8 @@ def from_channels_first(y: Tensor, layout: str) -> Tensor:
     return F.permute_dims(y, (0, *range(2, y.ndim), 1))
 
 
-def conv_arguments(x_shape, kernel, params) -> tuple:
-    """(stride, padding pairs, dilation, groups) of a conv's params for a channels-first
-    input shape and a kernel's spatial sizes."""
-    r = len(kernel)
+def conv_arguments(r: int, params) -> tuple:
+    """(stride, padding pairs, dilation, groups) of a conv's params over r spatial axes."""
     return (C.per_axis("conv", "stride", params.get("stride", 1), r, 1),
             C.pads("conv", params.get("padding", 0), r),
             C.per_axis("conv", "dilation", params.get("dilation", 1), r, 1),

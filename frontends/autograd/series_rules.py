@@ -19,6 +19,7 @@ from hal import ops
 from hal.dispatch import call
 
 from . import series as S
+from .vjp_conv import pool_arguments
 from .vjp_rules import expand
 
 RULES: dict[str, Callable] = {}
@@ -397,11 +398,7 @@ RULES["conv_transpose"] = _convolution(hal.nn.conv_transpose)
 def _max_pool(args, params, out, series):
     layout = params.get("layout", "channels_first")
     x = CV.to_channels_first(args[0], layout)
-    r = x.ndim - 2
-    kernel = ops.conv.per_axis("max_pool", "kernel", params["kernel"], r, 1)
-    stride = params.get("stride")
-    stride = kernel if stride is None else ops.conv.per_axis("max_pool", "stride", stride, r, 1)
-    padding = ops.conv.pads("max_pool", params.get("padding", 0), r)
+    kernel, stride, padding = pool_arguments("max_pool", x.shape, params)
     y = CV.to_channels_first(out, layout)
     weight, _ = CV.max_pool_hits(x, y, kernel, stride, padding)
 

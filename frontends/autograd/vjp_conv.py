@@ -14,12 +14,10 @@ from hal.ops import conv as C
 from .vjp_rules import vjp_rule
 
 
-def _pool_arguments(name, x_shape, params):
-    r = len(x_shape) - 2
-    k = C.per_axis(name, "kernel", params["kernel"], r, 1)
-    stride = params.get("stride")
-    s = k if stride is None else C.per_axis(name, "stride", stride, r, 1)
-    return k, s, C.pads(name, params.get("padding", 0), r)
+def pool_arguments(name: str, x_shape, params) -> tuple:
+    """(kernel, stride, padding pairs) of a pool's params for a channels-first x_shape."""
+    return C.pool_arguments(name, len(x_shape) - 2, params["kernel"], params.get("stride"),
+                            params.get("padding", 0))
 
 
 def _first_shape(shape, layout):
@@ -34,7 +32,7 @@ def _conv(ct, args, params, out, needs):
     g = CV.to_channels_first(ct, layout)
     kernel = weight.shape[2:]
     x_shape = _first_shape(tuple(x.shape), layout)
-    stride, padding, dilation, groups = CV.conv_arguments(x_shape, kernel, params)
+    stride, padding, dilation, groups = CV.conv_arguments(len(kernel), params)
     gx = gw = gb = None
     if needs[0]:
         gx = CV.from_channels_first(
@@ -73,7 +71,7 @@ def _conv_transpose(ct, args, params, out, needs):
 def _max_pool(ct, args, params, out, needs):
     layout = params.get("layout", "channels_first")
     x = CV.to_channels_first(args[0], layout)
-    k, s, p = _pool_arguments("max_pool", x.shape, params)
+    k, s, p = pool_arguments("max_pool", x.shape, params)
     dx = CV.max_pool_grad(CV.to_channels_first(ct, layout), x,
                           CV.to_channels_first(out, layout), k, s, p)
     return (CV.from_channels_first(dx, layout),)
@@ -83,7 +81,7 @@ def _max_pool(ct, args, params, out, needs):
 def _avg_pool(ct, args, params, out, needs):
     layout = params.get("layout", "channels_first")
     x_shape = _first_shape(tuple(args[0].shape), layout)
-    k, s, p = _pool_arguments("avg_pool", x_shape, params)
+    k, s, p = pool_arguments("avg_pool", x_shape, params)
     dx = CV.avg_pool_grad(CV.to_channels_first(ct, layout), x_shape, k, s, p,
                           params.get("count_include_pad", False))
     return (CV.from_channels_first(dx, layout),)

@@ -247,9 +247,7 @@ def _conv_transpose_bound(x, weight, bias=None, **params):
 # -- pooling ----------------------------------------------------------------------------------
 def _pool_shape(name, x, kernel, stride, padding, layout):
     r = spatial_rank(name, x, layout)
-    k = per_axis(name, "kernel", kernel, r, 1)
-    s = k if stride is None else per_axis(name, "stride", stride, r, 1)
-    p = pads(name, padding, r)
+    k, s, p = pool_arguments(name, r, kernel, stride, padding)
     if any(lo >= kk or hi >= kk for (lo, hi), kk in zip(p, k, strict=True)):
         raise ShapeError(f"{name}: padding {p} must be smaller than the kernel {k} on each "
                          "side (a window of padding alone has no value)")
@@ -267,9 +265,9 @@ def _avg_pool_meta(x, *, kernel, stride=None, padding=0, count_include_pad=False
     return _pool_shape("avg_pool", x, kernel, stride, padding, layout)
 
 
-def pool_arguments(name, x, kernel, stride, padding):
-    """(kernel, stride, padding pairs) of a channels-first x's spatial axes."""
-    r = x.ndim - 2
+def pool_arguments(name: str, r: int, kernel, stride, padding) -> tuple:
+    """(kernel, stride, padding pairs) of a pool over r spatial axes (stride None: the
+    kernel)."""
     k = per_axis(name, "kernel", kernel, r, 1)
     s = k if stride is None else per_axis(name, "stride", stride, r, 1)
     return k, s, pads(name, padding, r)
@@ -284,7 +282,7 @@ def _over_taps(fn, win, r: int):
 
 def _max_pool_ref(x, *, kernel, stride=None, padding=0, layout="channels_first"):
     x = channels_first(x, layout)
-    k, s, p = pool_arguments("max_pool", x, kernel, stride, padding)
+    k, s, p = pool_arguments("max_pool", x.ndim - 2, kernel, stride, padding)
     y = _over_taps(np.maximum, windows(x, k, s, p, (1,) * len(k), value=-np.inf), len(k))
     return from_channels_first(np.array(y, order="C"), layout)  # a 1-tap view of x: copied
 
@@ -292,7 +290,7 @@ def _max_pool_ref(x, *, kernel, stride=None, padding=0, layout="channels_first")
 def _avg_pool_ref(x, *, kernel, stride=None, padding=0, count_include_pad=False,
                   layout="channels_first"):
     x = channels_first(x, layout)
-    k, s, p = pool_arguments("avg_pool", x, kernel, stride, padding)
+    k, s, p = pool_arguments("avg_pool", x.ndim - 2, kernel, stride, padding)
     total = _over_taps(np.add, windows(x, k, s, p, (1,) * len(k)), len(k))
     if count_include_pad:
         count = math.prod(k)
