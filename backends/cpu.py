@@ -2,8 +2,8 @@
 
 Every op has a kernel: the op's numpy reference by default, and faster library calls
 where they exist (numpy ufuncs directly, FFTW plans (`cpu_fft`), a vectorised float32 erf
-and GELU (`cpu_erf`; scipy.special.erf in float64),
-composites written as one numpy expression instead of a chain of dispatched ops).
+and GELU (`cpu_erf`; scipy.special.erf in float64), ONNX Runtime's convolutions and pools
+(`cpu_conv`), composites written as one numpy expression instead of a chain of dispatched ops).
 Tensors are numpy arrays, so host transfers are free and DLPack is numpy's.
 """
 
@@ -20,7 +20,7 @@ import hal
 from hal import dtypes as dt
 from hal import host, ops
 
-from . import cpu_erf, cpu_fft, cpu_int8
+from . import cpu_conv, cpu_erf, cpu_fft, cpu_int8
 
 kernels = hal.KernelTable("cpu")
 
@@ -173,6 +173,10 @@ def _attention(q, k, v, *, causal=False, scale=None):
 # int8 products on an integer GEMM (see cpu_int8)
 kernels.register("qmatmul", device_arg=False)(cpu_int8.qmatmul)
 kernels.register("quantized_linear", device_arg=False)(cpu_int8.quantized_linear)
+
+# convolutions and pools through ONNX Runtime's MLAS where it has a kernel (see cpu_conv)
+for _name in cpu_conv.ON_ONNXRUNTIME:
+    kernels.register(_name, device_arg=False)(cpu_conv.kernel(_name))
 
 
 class CpuDevice(hal.Device):

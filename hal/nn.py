@@ -14,10 +14,18 @@ import numpy as np
 
 from . import functions as F
 from . import ops
+from .convolution import (  # noqa: F401  (hal.nn names)
+    avg_pool,
+    batch_norm,
+    conv,
+    conv_transpose,
+    max_pool,
+)
 from .dispatch import call, decomposition
 from .ops import shapes
 from .runtime import dtypes as dt
-from .tensor import Tensor
+from .runtime.errors import ShapeError
+from .tensor import Tensor, tensor_argument
 
 _S = {n: ops.spec(n) for n in ops.names(ops.COMPOSITE)}
 
@@ -46,6 +54,19 @@ def log_softmax(x, /, *, axis: int = -1) -> Tensor:
 def layer_norm(x, /, weight=None, bias=None, *, eps: float = 1e-5) -> Tensor:
     """(x - mean) / sqrt(var + eps) over the last axis, then * weight + bias."""
     return call(_S["layer_norm"], x, weight, bias, eps=eps)
+
+
+def rms_norm(x, /, weight=None, *, eps: float = 1e-6) -> Tensor:
+    """x / sqrt(mean(x**2) + eps) over the last axis, then * weight (Llama's RMSNorm)."""
+    return call(_S["rms_norm"], x, weight, eps=eps)
+
+
+def rope(x, cos, sin, /, *, interleaved: bool = False) -> Tensor:
+    """Rotary position embedding: each pair (a, b) of x's last axis rotated by its angle,
+    (a cos - b sin, b cos + a sin); cos and sin (..., head size / 2) broadcast against x
+    with half its last axis. Pairs are half-split by default, (x[i], x[i + d/2]), as Hugging
+    Face's Llama (rotate_half); interleaved=True pairs (x[2i], x[2i + 1]), as Meta's."""
+    return call(_S["rope"], x, cos, sin, interleaved=interleaved)
 
 
 def gelu(x, /, *, approximate: str = "none") -> Tensor:
@@ -162,6 +183,35 @@ def _layer_norm(x, weight=None, bias=None, *, eps=1e-5):
     if weight is not None:
         y = y * weight
     return y if bias is None else y + bias
+
+
+@decomposition("rms_norm")
+@_in_float32
+def _rms_norm(x, weight=None, *, eps=1e-6):
+    y = x / F.sqrt(mean(x * x, axis=-1, keepdims=True) + eps)
+    return y if weight is None else y * weight
+
+
+def rope_pairs(x: Tensor, interleaved: bool = False) -> tuple[Tensor, Tensor]:
+    """(first, second) elements of each pair that rope rotates along x's last axis."""
+    x = tensor_argument("rope_pairs", x)
+    if x.ndim == 0 or x.shape[-1] % 2:
+        raise ShapeError(f"rope_pairs: x of shape {tuple(x.shape)} needs an even last axis")
+    half = x.shape[-1] // 2
+    lead = tuple((0, 1, n) for n in x.shape[:-1])
+    if interleaved:
+        return F.slice(x, (*lead, (0, 2, half))), F.slice(x, (*lead, (1, 2, half)))
+    return F.slice(x, (*lead, (0, 1, half))), F.slice(x, (*lead, (half, 1, half)))
+
+
+@decomposition("rope")
+@_in_float32
+def _rope(x, cos, sin, *, interleaved=False):
+    a, b = rope_pairs(x, interleaved)
+    first, second = a * cos - b * sin, b * cos + a * sin
+    if interleaved:
+        return F.reshape(F.stack([first, second], axis=-1), x.shape)
+    return F.concat([first, second], axis=-1)
 
 
 @decomposition("gelu")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hal
 
-from . import elementwise, fft, gemm, movement, nn, quant, reduce, scan_sort
+from . import conv, elementwise, fft, gemm, movement, nn, quant, reduce, scan_sort
 from .table import kernels
 
 SIMULATORS = ("Oclgrind",)

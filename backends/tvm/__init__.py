@@ -73,7 +73,7 @@ class TVMBackend(hal.Backend):
 
     def _load_kernels(self) -> None:
         """Import the TE kernel modules (they import TVM), which register into `kernels`."""
-        from . import elementwise, linalg, movement, quant, reduce, scan
+        from . import conv, elementwise, linalg, movement, quant, reduce, scan
 
     def _open_device(self, index: int):
         from . import target

@@ -12,7 +12,7 @@ from . import te_util as tu
 from .table import kernels
 
 
-def _nan_reducer(larger: bool, dtype: str):
+def nan_reducer(larger: bool, dtype: str):
     """max/min for floats that propagates NaN (TVM's te.max keeps the other operand)."""
     def combine(a, b):
         pick = te.max(a, b) if larger else te.min(a, b)
@@ -51,7 +51,7 @@ def reduction(x: te.Tensor, *, op: str, axes: tuple, keepdims: bool, out: str) -
         if op in ("sum", "mean"):
             return te.sum(v, axis=list(red.values()))
         if "float" in acc:
-            return _nan_reducer(op == "max", acc)(v, axis=list(red.values()))
+            return nan_reducer(op == "max", acc)(v, axis=list(red.values()))
         return (te.max if op == "max" else te.min)(v, axis=list(red.values()))
 
     if count == 0:  # TE would leave the output uninitialised: the empty sum is 0, mean NaN

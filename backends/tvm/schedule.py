@@ -19,6 +19,8 @@ LANES = 16  # 512-bit vectors of 32-bit lanes (8 for 64-bit lanes still divides 
 PARALLEL_MIN = 1 << 14  # iterations below which a thread pool costs more than it saves
 TILE_ROWS, TILE_COLS, TILE_K = 6, 32, 4  # measured best of a small sweep at 1024^3 (f32)
 KEEP = ("pack", "vnni_pack", "quantized")  # blocks whose buffers a later block must read
+APART = ("regroup",)  # a matmul's consumers that read it in another index order (conv's
+# output from its (image, group, row, position) product): never placed in the tile
 # a u8 x s8 tile: 8 rows x 2 blocks of 16 columns (16 accumulators); measured at 512^3 on
 # one thread against 8 x 1 (the previous tile), 8 x 3, 4 x 4 and 6 x 4: 0.63 ms against
 # 0.67-0.77 ms
@@ -161,6 +163,8 @@ def _tile_matmul(sch: s_tir.Schedule, block) -> set[str]:
     sch.reorder(*batch, jo, io, ko, ki, ii, ji)
     placed = set()
     for consumer in sch.get_consumers(block):
+        if sch.get(consumer).name_hint in APART:
+            continue
         try:
             sch.reverse_compute_at(consumer, io)
         except s_tir.ScheduleError:

@@ -16,7 +16,7 @@ import hal
 from hal import HalError, Tensor
 from hal import dtypes as dt
 
-from . import vjp_composites  # noqa: F401  (registers the composite rules)
+from . import vjp_composites, vjp_conv  # noqa: F401  (register the composite and conv rules)
 from .pytree import flatten, unflatten
 from .trace import (
     Blocked,

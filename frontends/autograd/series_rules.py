@@ -13,11 +13,13 @@ import math
 from collections.abc import Callable
 
 import hal
+from hal import convolution as CV
 from hal import dtypes as dt
 from hal import ops
 from hal.dispatch import call
 
 from . import series as S
+from .vjp_conv import pool_arguments
 from .vjp_rules import expand
 
 RULES: dict[str, Callable] = {}
@@ -49,7 +51,7 @@ def _one(like):
 
 # -- linear ops: the op itself on every coefficient -------------------------------------
 _LINEAR = ("negative", "reshape", "permute_dims", "broadcast_to", "slice", "real", "imag",
-           "conj", "fftn", "ifftn", "rfftn", "irfftn", "sum", "mean", "roll", "astype",
+           "conj", "fftn", "ifftn", "rfftn", "irfftn", "sum", "mean", "roll", "astype", "avg_pool",
            *hal.collectives.OPS)
 
 
@@ -296,6 +298,29 @@ def _layer_norm(args, params, out, series):
     return _with_primal(y, out)
 
 
+@series_rule("rms_norm")
+def _rms_norm(args, params, out, series):
+    x, weight = _full([*args, None][:2], [*series, None][:2])
+    square = S.map_linear(lambda c: hal.mean(c, axis=-1, keepdims=True), S.square(x))
+    y = S.div(x, S.sqrt(S.shift(square, params.get("eps", 1e-6))))
+    return _with_primal(y if weight is None else S.mul(y, weight), out)
+
+
+@series_rule("rope")
+def _rope(args, params, out, series):
+    x, cos, sin = _full(args, series)
+    interleaved = params.get("interleaved", False)
+    zero = hal.zeros_like(args[1])
+
+    def by_cos(a, c):
+        return hal.nn.rope(a, c, zero, interleaved=interleaved)
+
+    def by_sin(a, s):
+        return hal.nn.rope(a, zero, s, interleaved=interleaved)
+
+    return S.add(S.bilinear(by_cos, x, cos), S.bilinear(by_sin, x, sin), out)
+
+
 @series_rule("gelu")
 def _gelu(args, params, out, series):
     return _with_primal(gelu(series[0], params.get("approximate", "none")), out)
@@ -349,3 +374,53 @@ def _attention(args, params, out, series):
                              len(q) - 1)
         scores = S.where(mask, scores, blocked)
     return S.bilinear(hal.matmul, softmax(scores, -1), v, out)
+
+
+# -- convolution and pooling -----------------------------------------------------------------
+def _convolution(fn):
+    """The series rule of a convolution fn(x, weight, **params): bilinear, plus the bias."""
+    def rule(args, params, out, series):
+        x, weight, bias = _full([*args, None][:3], [*series, None][:3])
+        y = S.bilinear(lambda a, w: fn(a, w, **params), x, weight)
+        if bias is not None:
+            shape = ops.conv.channel_shape(out.ndim, params.get("layout", "channels_first"))
+            y = S.add(y, S.map_linear(lambda c: hal.reshape(c, shape), bias))
+        return _with_primal(y, out)
+
+    return rule
+
+
+RULES["conv"] = _convolution(hal.nn.conv)
+RULES["conv_transpose"] = _convolution(hal.nn.conv_transpose)
+
+
+@series_rule("max_pool")
+def _max_pool(args, params, out, series):
+    layout = params.get("layout", "channels_first")
+    x = CV.to_channels_first(args[0], layout)
+    kernel, stride, padding = pool_arguments("max_pool", x.shape, params)
+    y = CV.to_channels_first(out, layout)
+    weight, _ = CV.max_pool_hits(x, y, kernel, stride, padding)
+
+    def pick(c):
+        elements = CV.window_elements(CV.to_channels_first(c, layout), kernel, stride, padding)
+        return CV.from_channels_first(
+            hal.reshape(hal.sum(elements * weight, axis=1), y.shape), layout)
+
+    return S.map_linear(pick, series[0], out)
+
+
+@series_rule("batch_norm")
+def _batch_norm(args, params, out, series):
+    x, mean, var, weight, bias = _full([*args, None, None][:5], [*series, None, None][:5])
+    shape = ops.conv.channel_shape(out.ndim, params.get("layout", "channels_first"))
+
+    def channels(s):
+        return S.map_linear(lambda c: hal.reshape(c, shape), s)
+
+    y = S.div(S.sub(x, channels(mean)), S.sqrt(S.shift(channels(var), params.get("eps", 1e-5))))
+    if weight is not None:
+        y = S.mul(y, channels(weight))
+    if bias is not None:
+        y = S.add(y, channels(bias))
+    return _with_primal(y, out)

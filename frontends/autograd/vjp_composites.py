@@ -66,6 +66,30 @@ def _layer_norm(ct, args, params, out, needs):
     return (gx, gw, gb)[:len(args)]
 
 
+@vjp_rule("rms_norm", out=False)
+def _rms_norm(ct, args, params, out, needs):
+    x, weight = ([*list(args), None])[:2]
+    inv = 1 / hal.sqrt(hal.mean(x * x, axis=-1, keepdims=True) + params.get("eps", 1e-6))
+    g = ct if weight is None else ct * weight
+    gx = inv * (g - x * (inv * inv) * hal.mean(g * x, axis=-1, keepdims=True)) \
+        if needs[0] else None
+    gw = hal.sum(ct * x * inv, axis=tuple(range(x.ndim - 1))) \
+        if weight is not None and needs[1] else None
+    return (gx, gw)[:len(args)]
+
+
+@vjp_rule("rope")
+def _rope(ct, args, params, out, needs):
+    x, cos, sin = args
+    interleaved = params.get("interleaved", False)
+    gx = hal.nn.rope(ct, cos, -sin, interleaved=interleaved) if needs[0] else None
+    ga, gb = hal.nn.rope_pairs(ct, interleaved)
+    a, b = hal.nn.rope_pairs(x, interleaved)
+    gcos = unbroadcast(ga * a + gb * b, cos.shape) if needs[1] else None
+    gsin = unbroadcast(gb * a - ga * b, sin.shape) if needs[2] else None
+    return gx, gcos, gsin
+
+
 def _gelu_derivative(x, approximate):
     if approximate == "tanh":
         c = math.sqrt(2 / math.pi)

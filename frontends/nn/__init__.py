@@ -2,6 +2,7 @@
 
     from frontends import nn
     layer = nn.Linear(384, 1536, activation="gelu")
+    cnn = nn.Sequential(nn.Conv(1, 8, 3, padding=1), nn.BatchNorm(8), nn.MaxPool(2))
     encoder, tokenizer = nn.load_minilm()             # all-MiniLM-L6-v2 on hal's BertModel
     encoder.encode(["A man is eating food."])         # (1, 384) unit vectors
 """
@@ -15,6 +16,7 @@ from .bert import (
     normalize,
     tokenize,
 )
+from .conv_layers import AvgPool, BatchNorm, Conv, MaxPool, RMSNorm
 from .layer import Layer
 from .layers import (
     MLP,
@@ -30,14 +32,19 @@ from .pretrained import load_bert, load_minilm, load_tokenizer, model_dir
 
 __all__ = [
     "MLP",
+    "AvgPool",
+    "BatchNorm",
     "BertConfig",
     "BertModel",
+    "Conv",
     "Dropout",
     "Embedding",
     "Layer",
     "LayerNorm",
     "Linear",
+    "MaxPool",
     "MultiHeadAttention",
+    "RMSNorm",
     "SentenceEncoder",
     "Sequential",
     "TransformerEncoderLayer",

@@ -24,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="only these ops (and no jit cells unless --graphs names some)")
     c.add_argument("--dtypes", nargs="+", metavar="DTYPE", help="only these dtypes")
     c.add_argument("--graphs", nargs="*", metavar="GRAPH",
-                   help="only these jit cells (kdv_step, transformer_block, taylor_exp_sin, "
+                   help="only these jit cells (kdv_step, transformer_block, resnet_block, "
+                        "llama_block, taylor_exp_sin, "
                         "random-0..3); with no name, none (default: all, none with --ops)")
     c.add_argument("--examples", type=positive_int, default=20,
                    help="hypothesis examples per cell (at least 1)")

@@ -1,5 +1,6 @@
 """The graphs the graph layer runs through `hal.jit`: the project's jit workloads written with
-hal's public ops (a KdV step, a transformer block, a Taylor-mode pass) and a few seeded
+hal's public ops (a KdV step, a transformer block, a ResNet block, a Llama block, a
+Taylor-mode pass) and a few seeded
 random elementwise/reduction graphs. Each is a `GraphWorkload`: a function of hal Tensors
 and the host inputs it takes, small enough to run in well under a second.
 """
@@ -90,6 +91,63 @@ def _transformer_inputs() -> list[np.ndarray]:
             vector(width, 0)]
 
 
+def resnet_block(x, w1, mean1, var1, w2, mean2, var2, scale, shift):
+    """A ResNet basic block on (batch, channels, height, width): two 3x3 convolutions with
+    inference batch norm, relu, the residual, then a 3x3 stride-2 max pool."""
+    h = nn.relu(nn.batch_norm(nn.conv(x, w1, padding=1), mean1, var1, scale, shift))
+    h = nn.batch_norm(nn.conv(h, w2, padding=1), mean2, var2)
+    return nn.max_pool(nn.relu(h + x), 3, stride=2, padding=1)
+
+
+def _resnet_inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(3)
+    c = 4
+
+    def weight():
+        return (rng.standard_normal((c, c, 3, 3)) / math.sqrt(9 * c)).astype(np.float32)
+
+    def positive():
+        return rng.uniform(0.5, 2.0, c).astype(np.float32)
+
+    def centred():
+        return (0.1 * rng.standard_normal(c)).astype(np.float32)
+
+    return [rng.standard_normal((2, c, 6, 6)).astype(np.float32), weight(), centred(),
+            positive(), weight(), centred(), positive(), positive(), centred()]
+
+
+def llama_block(x, norm1, w_qkv, cos, sin, w_out, norm2, w_gate, w_up, w_down):
+    """A Llama decoder block on (batch, sequence, width): RMSNorm, causal attention with
+    rotary position embedding (half-split pairs), RMSNorm and a SwiGLU MLP, each added to
+    the residual stream."""
+    batch, length, width = x.shape
+    qkv = functions.reshape(nn.linear(nn.rms_norm(x, norm1), w_qkv),
+                            (batch, length, 3, HEADS, width // HEADS))
+    q, k, v = (functions.permute_dims(qkv[:, :, i], (0, 2, 1, 3)) for i in range(3))
+    q, k = nn.rope(q, cos, sin), nn.rope(k, cos, sin)
+    attended = nn.scaled_dot_product_attention(q, k, v, causal=True)
+    x = x + nn.linear(functions.reshape(functions.permute_dims(attended, (0, 2, 1, 3)),
+                                        (batch, length, width)), w_out)
+    h = nn.rms_norm(x, norm2)
+    return x + nn.linear(nn.linear(h, w_gate, activation="silu") * nn.linear(h, w_up), w_down)
+
+
+def _llama_inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(4)
+    width, hidden, length = 8, 16, 5
+
+    def weight(*shape):
+        return (rng.standard_normal(shape) / math.sqrt(shape[0])).astype(np.float32)
+
+    half = width // HEADS // 2
+    angles = np.arange(length)[:, None] * 10000.0 ** (-np.arange(half) / half)
+    norm = [(1 + 0.1 * rng.standard_normal(width)).astype(np.float32) for _ in range(2)]
+    return [rng.standard_normal((2, length, width)).astype(np.float32), norm[0],
+            weight(width, 3 * width), np.cos(angles).astype(np.float32),
+            np.sin(angles).astype(np.float32), weight(width, width), norm[1],
+            weight(width, hidden), weight(width, hidden), weight(hidden, width)]
+
+
 ORDER = 3
 
 
@@ -175,6 +233,8 @@ WORKLOADS: tuple[GraphWorkload, ...] = (
     GraphWorkload("kdv_step", kdv_step, _kdv_inputs, dt.complex64, kdv_step.__doc__),
     GraphWorkload("transformer_block", transformer_block, _transformer_inputs,
                   doc=transformer_block.__doc__),
+    GraphWorkload("resnet_block", resnet_block, _resnet_inputs, doc=resnet_block.__doc__),
+    GraphWorkload("llama_block", llama_block, _llama_inputs, doc=llama_block.__doc__),
     GraphWorkload("taylor_exp_sin", taylor_exp_sin, _taylor_inputs, doc=taylor_exp_sin.__doc__),
     *(GraphWorkload(f"random-{i}", random_graph(i), _random_inputs(i), doc=str(random_graph(i)))
       for i in range(RANDOM_GRAPHS)),

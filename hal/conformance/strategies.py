@@ -493,6 +493,31 @@ def layer_norm(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
     return Case([x, w, b], {"eps": 1e-5}, draw(strided_views(1)))
 
 
+@strategy("rms_norm")
+@st.composite
+def rms_norm(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """Rows of 1 to 8 elements away from all-zero, an optional weight."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=8))
+    x = draw(arrays(d, shape, lo=-5, hi=5).filter(lambda a: np.all(np.max(
+        np.abs(a.astype(np.float64)), axis=-1) > 0.5)))
+    w = draw(st.none() | arrays(d, shape[-1:], lo=-2, hi=2))
+    return Case([x, w], {"eps": 1e-6}, draw(strided_views(1)))
+
+
+@strategy("rope")
+@st.composite
+def rope(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """(batch, heads, sequence, head size) down to (sequence, head size) inputs, angles per
+    position and pair broadcast over the rest, both pairings."""
+    lead = draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3))
+    seq, half = draw(st.integers(1, 5)), draw(st.integers(1, 4))
+    x = draw(arrays(d, (*lead, seq, 2 * half), lo=-3, hi=3))
+    angle = draw(arrays(dt.float64, (seq, half), lo=-4, hi=4))
+    interleaved = draw(st.booleans())
+    return Case([x, np.cos(angle).astype(d), np.sin(angle).astype(d)],
+                {"interleaved": interleaved}, draw(strided_views(1)))
+
+
 @strategy("linear")
 @st.composite
 def linear(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
@@ -517,6 +542,112 @@ def attention(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
     v = draw(arrays(d, (*batch, lk, ev), lo=-2, hi=2))
     causal = draw(st.booleans()) and lq <= lk
     return Case([q, k, v], {"causal": causal}, draw(strided_views(3)))
+
+
+# -- convolution and pooling ---------------------------------------------------------------
+@st.composite
+def _padding(draw, r: int, below: tuple[int, ...] | None = None):
+    """conv/pool padding: an int, one per axis or (before, after) pairs (each < below)."""
+    top = min(below) - 1 if below else 2
+    form = draw(st.integers(0, 2))
+    if form == 0:
+        return draw(st.integers(0, top))
+    if form == 1:
+        return tuple(draw(st.integers(0, (below[i] - 1) if below else 2)) for i in range(r))
+    return tuple((draw(st.integers(0, (below[i] - 1) if below else 2)),
+                  draw(st.integers(0, (below[i] - 1) if below else 2))) for i in range(r))
+
+
+def _spatial(draw, extents, padding, r):
+    """Spatial sizes that a window of these extents fits with this padding (and a bit more)."""
+    pairs = ops.conv.pads("conformance", padding, r)
+    return tuple(max(1, e - lo - hi + draw(st.integers(0, 3)))
+                 for e, (lo, hi) in zip(extents, pairs, strict=True))
+
+
+def _layout(draw, x_first: np.ndarray) -> tuple[np.ndarray, str]:
+    layout = draw(st.sampled_from(ops.LAYOUTS))
+    return (x_first if layout == "channels_first" else np.moveaxis(x_first, 1, -1)), layout
+
+
+@strategy("conv")
+@st.composite
+def conv(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """1 to 3 spatial axes, groups, strides, dilations, every padding form, an optional
+    bias, both layouts."""
+    r = draw(st.integers(1, 3))
+    groups, cg, og, n = (draw(st.integers(1, 2)) for _ in range(4))
+    kernel = tuple(draw(st.integers(1, 3)) for _ in range(r))
+    stride = tuple(draw(st.integers(1, 2)) for _ in range(r))
+    dilation = tuple(draw(st.integers(1, 2)) for _ in range(r))
+    padding = draw(_padding(r))
+    extents = [dd * (k - 1) + 1 for k, dd in zip(kernel, dilation, strict=True)]
+    x = draw(arrays(d, (n, groups * cg, *_spatial(draw, extents, padding, r)), lo=-2, hi=2))
+    x, layout = _layout(draw, x)
+    w = draw(arrays(d, (groups * og, cg, *kernel), lo=-2, hi=2))
+    b = draw(st.none() | arrays(d, (groups * og,), lo=-2, hi=2))
+    params = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups,
+              "layout": layout}
+    return Case([x, w, b], params, draw(strided_views(1)))
+
+
+@strategy("conv_transpose")
+@st.composite
+def conv_transpose(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """1 to 3 spatial axes, groups, strides with output padding below them, dilations,
+    every padding form that leaves an output, an optional bias, both layouts."""
+    r = draw(st.integers(1, 3))
+    groups, cg, og, n = (draw(st.integers(1, 2)) for _ in range(4))
+    kernel = tuple(draw(st.integers(1, 3)) for _ in range(r))
+    stride = tuple(draw(st.integers(1, 2)) for _ in range(r))
+    dilation = tuple(draw(st.integers(1, 2)) for _ in range(r))
+    extra = tuple(draw(st.integers(0, s - 1)) for s in stride)
+    spatial = tuple(draw(st.integers(1, 4)) for _ in range(r))
+    padding = draw(_padding(r))
+    pairs = ops.conv.pads("conformance", padding, r)
+    fits = all((m - 1) * s + dd * (k - 1) + e + 1 > lo + hi for m, s, dd, k, e, (lo, hi)
+                 in zip(spatial, stride, dilation, kernel, extra, pairs, strict=True))
+    if not fits:
+        padding = 0
+    x = draw(arrays(d, (n, groups * cg, *spatial), lo=-2, hi=2))
+    x, layout = _layout(draw, x)
+    w = draw(arrays(d, (groups * cg, og, *kernel), lo=-2, hi=2))
+    b = draw(st.none() | arrays(d, (groups * og,), lo=-2, hi=2))
+    params = {"stride": stride, "padding": padding, "output_padding": extra,
+              "dilation": dilation, "groups": groups, "layout": layout}
+    return Case([x, w, b], params, draw(strided_views(1)))
+
+
+@strategy(family="pool")
+@st.composite
+def pool(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """1 to 3 spatial axes, kernels up to 3, stride None (the kernel) or drawn, padding
+    below the kernel, both layouts; avg_pool both count_include_pad."""
+    r = draw(st.integers(1, 3))
+    kernel = tuple(draw(st.integers(1, 3)) for _ in range(r))
+    stride = draw(st.none() | st.tuples(*(st.integers(1, 2) for _ in range(r))))
+    padding = draw(_padding(r, kernel))
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3)),
+             *_spatial(draw, kernel, padding, r))
+    x, layout = _layout(draw, draw(arrays(d, shape, lo=-5, hi=5)))
+    params = {"kernel": kernel, "stride": stride, "padding": padding, "layout": layout}
+    if spec.name == "avg_pool":
+        params["count_include_pad"] = draw(st.booleans())
+    return Case([x], params, draw(strided_views(1)))
+
+
+@strategy("batch_norm")
+@st.composite
+def batch_norm(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """2-d to 4-d inputs in both layouts, positive variances, optional weight and bias."""
+    shape = draw(hnp.array_shapes(min_dims=2, max_dims=4, min_side=1, max_side=4))
+    x, layout = _layout(draw, draw(arrays(d, shape, lo=-4, hi=4)))
+    c = shape[1]
+    mean = draw(arrays(d, (c,), lo=-2, hi=2))
+    var = draw(arrays(d, (c,), lo=0.25, hi=4))
+    w = draw(st.none() | arrays(d, (c,), lo=-2, hi=2))
+    b = draw(st.none() | arrays(d, (c,), lo=-2, hi=2))
+    return Case([x, mean, var, w, b], {"eps": 1e-5, "layout": layout}, draw(strided_views(1)))
 
 
 # -- collectives (collectives.py) -----------------------------------------------------------

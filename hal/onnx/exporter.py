@@ -585,6 +585,101 @@ def _layer_norm(b, node, x, meta):
                 epsilon=float(node.params.get("eps", 1e-5)))
 
 
+# -- convolution and pooling (ONNX takes channels first: channels_last is transposed) -------
+def _channels_first(b, node, x: str, rank: int, build) -> str:
+    """build(x channels first) -> y, with Transposes around it for channels_last."""
+    if node.params.get("layout", "channels_first") == "channels_first":
+        return build(x)
+    x = b.op("Transpose", [x], perm=[0, rank - 1, *range(1, rank - 1)])
+    return b.op("Transpose", [build(x)], perm=[0, *range(2, rank), 1])
+
+
+def _window_attrs(node, r: int, kernel=None) -> dict:
+    """ONNX kernel_shape, strides and pads (all befores, then all afters) of a node."""
+    from ..ops import conv as C
+
+    pads = C.pads(node.op, node.params.get("padding", 0), r)
+    attrs = {"pads": [lo for lo, _ in pads] + [hi for _, hi in pads]}
+    if kernel is None:
+        kernel = C.per_axis(node.op, "kernel", node.params["kernel"], r, 1)
+    attrs["kernel_shape"] = list(kernel)
+    stride = node.params.get("stride", 1)
+    attrs["strides"] = list(kernel) if stride is None else \
+        list(C.per_axis(node.op, "stride", stride, r, 1))
+    return attrs
+
+
+@_handles("conv", "conv_transpose")
+def _conv(b, node, x, meta):
+    from ..ops import conv as C
+
+    rank = len(meta[0][0])
+    attrs = _window_attrs(node, rank - 2, meta[1][0][2:])
+    attrs["dilations"] = list(C.per_axis(node.op, "dilation", node.params.get("dilation", 1),
+                                         rank - 2, 1))
+    op_type = "Conv"
+    if node.op == "conv_transpose":
+        op_type = "ConvTranspose"
+        attrs["output_padding"] = list(C.transpose_arguments(rank - 2, node.params)[3])
+    inputs = x[1:3] if len(x) > 2 else x[1:2]
+    return _channels_first(b, node, x[0], rank, lambda v: b.op(
+        op_type, [v, *inputs], group=int(node.params.get("groups", 1)), **attrs))
+
+
+@_handles("max_pool", "avg_pool")
+def _pool(b, node, x, meta):
+    rank = len(meta[0][0])
+    attrs = _window_attrs(node, rank - 2)
+    if node.op == "avg_pool":
+        attrs["count_include_pad"] = int(node.params.get("count_include_pad", False))
+    op_type = "MaxPool" if node.op == "max_pool" else "AveragePool"
+    return _channels_first(b, node, x[0], rank, lambda v: b.op(op_type, [v], **attrs))
+
+
+@_handles("batch_norm")
+def _batch_norm(b, node, x, meta):
+    dtype, rank = meta[0][1], len(meta[0][0])
+    c = meta[1][0]
+    weight = x[3] if len(x) > 3 and x[3] is not None else b.const(np.ones(c), dtype)
+    bias = x[4] if len(x) > 4 and x[4] is not None else b.const(np.zeros(c), dtype)
+    return _channels_first(b, node, x[0], rank, lambda v: b.op(
+        "BatchNormalization", [v, weight, bias, x[1], x[2]],
+        epsilon=float(node.params.get("eps", 1e-5))))
+
+
+@_handles("rms_norm")
+def _rms_norm(b, node, x, meta):
+    """RMSNormalization from opset 23, its formula before."""
+    (shape, dtype), eps = meta[0], float(node.params.get("eps", 1e-6))
+    weight = x[1] if len(x) > 1 and x[1] is not None else None
+    if b.opset >= 23:
+        weight = weight or b.const(np.ones(shape[-1:]), dtype)
+        return b.op("RMSNormalization", [x[0], weight], axis=-1, epsilon=eps)
+    square = b.reduce("ReduceMean", b.op("Mul", [x[0], x[0]]), [len(shape) - 1], True)
+    y = b.op("Div", [x[0], b.op("Sqrt", [b.op("Add", [square, b.const(eps, dtype)])])])
+    return y if weight is None else b.op("Mul", [y, weight])
+
+
+@_handles("rope")
+def _rope(b, node, x, meta):
+    """Slices, products and a Concat (ONNX's RotaryEmbedding takes its own input layouts)."""
+    (shape, _), rank = meta[0], len(meta[0][0])
+    half = shape[-1] // 2
+    if node.params.get("interleaved", False):
+        pairs = b.op("Reshape", [x[0], b.ints([*shape[:-1], half, 2])])
+        first, second = b.op("Split", [pairs, b.ints([1, 1])], outputs=2, axis=rank)
+        a, c = (b.op("Squeeze", [v, b.ints([rank])]) for v in (first, second))
+    else:
+        a, c = b.op("Split", [x[0], b.ints([half, half])], outputs=2, axis=rank - 1)
+    cos, sin = x[1], x[2]
+    y1 = b.op("Sub", [b.op("Mul", [a, cos]), b.op("Mul", [c, sin])])
+    y2 = b.op("Add", [b.op("Mul", [c, cos]), b.op("Mul", [a, sin])])
+    if node.params.get("interleaved", False):
+        y1, y2 = (b.op("Unsqueeze", [v, b.ints([rank])]) for v in (y1, y2))
+        return b.op("Reshape", [b.op("Concat", [y1, y2], axis=rank), b.ints(list(shape))])
+    return b.op("Concat", [y1, y2], axis=rank - 1)
+
+
 @_handles("scaled_dot_product_attention")
 def _attention(b, node, x, meta):
     q, k, v = x

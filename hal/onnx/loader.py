@@ -617,6 +617,16 @@ def _layer_norm(c, x, scale, bias=None):
     return F.reshape(y, x.shape)
 
 
+@_handles("RMSNormalization")
+def _rms_norm(c, x, scale):
+    x, scale = c.tensor(x), c.tensor(scale)
+    axis = c.attr("axis", -1) % x.ndim
+    eps = c.attr("epsilon", 1e-5)
+    size = math.prod(x.shape[axis:])  # normalise the trailing axes as one
+    y = nn.rms_norm(F.reshape(x, (*x.shape[:axis], size)), eps=eps)
+    return F.multiply(F.reshape(y, x.shape), scale)
+
+
 @_handles("Gelu")
 def _gelu(c, x):
     return nn.gelu(c.tensor(x), approximate=c.attr("approximate", "none"))
@@ -635,6 +645,70 @@ def _gemm(c, a, b, bias=None):
     y = y if alpha == 1.0 else F.multiply(y, _one(y, alpha))
     return y if bias is None else F.add(y, bias if beta == 1.0 else
                                         F.multiply(bias, _one(bias, beta)))
+
+
+# -- convolution and pooling ----------------------------------------------------------------
+def _window(c, x: Tensor, what: str, kernel=None) -> dict:
+    """hal's stride and padding (and kernel) of a Conv/MaxPool/AveragePool node."""
+    if c.attr("auto_pad", "NOTSET") != "NOTSET":
+        raise UnsupportedOp(f"{what}: auto_pad={c.attr('auto_pad')!r} is not supported; "
+                            "export the model with explicit pads")
+    if c.attr("ceil_mode", 0):
+        raise UnsupportedOp(f"{what}: ceil_mode=1 is not supported; pad the input instead")
+    r = x.ndim - 2
+    kernel = list(c.attr("kernel_shape", kernel))
+    pads = list(c.attr("pads", [0] * 2 * r))
+    return {"kernel": tuple(kernel), "stride": tuple(c.attr("strides", [1] * r)),
+            "padding": tuple(zip(pads[:r], pads[r:], strict=True))}
+
+
+@_handles("Conv")
+def _conv(c, x, weight, bias=None):
+    x, weight, bias = c.tensor(x), c.tensor(weight), c.tensor(bias)
+    window = _window(c, x, "Conv", weight.shape[2:])
+    if tuple(window["kernel"]) != tuple(weight.shape[2:]):
+        raise ShapeError(f"Conv: kernel_shape {window['kernel']} differs from the weight's "
+                         f"{tuple(weight.shape[2:])}")
+    return nn.conv(x, weight, bias, stride=window["stride"], padding=window["padding"],
+                   dilation=tuple(c.attr("dilations", [1] * (x.ndim - 2))),
+                   groups=c.attr("group", 1))
+
+
+@_handles("ConvTranspose")
+def _conv_transpose(c, x, weight, bias=None):
+    if c.attr("output_shape") is not None:
+        raise UnsupportedOp("ConvTranspose: output_shape is not supported; give pads and "
+                            "output_padding instead")
+    x, weight, bias = c.tensor(x), c.tensor(weight), c.tensor(bias)
+    window = _window(c, x, "ConvTranspose", weight.shape[2:])
+    r = x.ndim - 2
+    return nn.conv_transpose(x, weight, bias, stride=window["stride"],
+                             padding=window["padding"],
+                             output_padding=tuple(c.attr("output_padding", [0] * r)),
+                             dilation=tuple(c.attr("dilations", [1] * r)),
+                             groups=c.attr("group", 1))
+
+
+@_handles("MaxPool", "AveragePool")
+def _pool(c, x):
+    if c.node.op_type == "MaxPool" and (any(c.node.output[1:]) or
+                                        set(c.attr("dilations", [1])) != {1}):
+        raise UnsupportedOp("MaxPool: the Indices output and dilations are not supported")
+    x = c.tensor(x)
+    w = _window(c, x, c.node.op_type)
+    if c.node.op_type == "MaxPool":
+        return nn.max_pool(x, w["kernel"], stride=w["stride"], padding=w["padding"])
+    return nn.avg_pool(x, w["kernel"], stride=w["stride"], padding=w["padding"],
+                       count_include_pad=bool(c.attr("count_include_pad", 0)))
+
+
+@_handles("BatchNormalization")
+def _batch_norm(c, x, scale, bias, mean, var):
+    if c.attr("training_mode", 0) or any(c.node.output[1:]):
+        raise UnsupportedOp("BatchNormalization: training mode (running statistics as "
+                            "outputs) is not supported; export the model in inference mode")
+    x, scale, bias, mean, var = (c.tensor(v) for v in (x, scale, bias, mean, var))
+    return nn.batch_norm(x, mean, var, scale, bias, eps=c.attr("epsilon", 1e-5))
 
 
 # -- int8 ---------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 `spec.py` holds the vocabulary (OpSpec, the registry, dtype rules, tolerances, the one
 half-precision lift) and each family module declares its ops: elementwise, reductions,
-movement, scans, linalg, fft, quant, nn and collectives, in that order. `shapes.py` is
+movement, scans, linalg, fft, quant, nn, conv and collectives, in that order. `shapes.py` is
 the shape arithmetic the output rules share, and `kernels.py` the KernelTable through
 which a backend registers kernels by these names: nothing about an op is repeated per
 backend.
@@ -13,9 +13,10 @@ backend.
 
 # The order of these imports is the order of declaration (hal.ops.names()).
 # isort: off
-from . import elementwise, reductions, movement, scans, linalg, fft, quant, nn, collectives
+from . import elementwise, reductions, movement, scans, linalg, fft, quant, nn, conv, collectives
 # isort: on
 
+from .conv import LAYOUTS
 from .fft import NORMS
 from .kernels import KernelTable
 from .movement import PAD_MODES

@@ -1,6 +1,6 @@
-"""Neural-network composites: softmax, log_softmax, layer_norm, gelu, silu, sigmoid, relu,
-linear (with a fused activation) and scaled_dot_product_attention. Their decompositions
-live with their public functions in hal/nn.py."""
+"""Neural-network composites: softmax, log_softmax, layer_norm, rms_norm, gelu, silu,
+sigmoid, relu, linear (with a fused activation), scaled_dot_product_attention and rope.
+Their decompositions live with their public functions in hal/nn.py."""
 
 from __future__ import annotations
 
@@ -54,6 +54,58 @@ def _layer_norm_ref(x, weight=None, bias=None, *, eps=1e-5):
     if weight is not None:
         y = y * weight
     return y if bias is None else y + bias
+
+
+def _rms_norm_meta(x, weight=None, *, eps=1e-6):
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
+        raise ShapeError(f"rms_norm: eps must be a positive number, got {eps!r}")
+    if x.ndim == 0:
+        raise ShapeError("rms_norm: needs at least a 1-d input (normalises the last axis)")
+    if weight is not None and tuple(weight.shape) != tuple(x.shape[-1:]):
+        raise ShapeError(f"rms_norm: weight of shape {tuple(weight.shape)} must be "
+                         f"{tuple(x.shape[-1:])}, one per element of the last axis")
+    return tuple(x.shape), x.dtype
+
+
+def _rms_norm_ref(x, weight=None, *, eps=1e-6):
+    y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+    return y if weight is None else y * weight
+
+
+def _rope_meta(x, cos, sin, *, interleaved=False):
+    arguments.flag("rope", "interleaved", interleaved)
+    if x.ndim == 0 or x.shape[-1] % 2:
+        raise ShapeError(f"rope: input of shape {tuple(x.shape)} needs an even last axis "
+                         "(the head size: rotated in pairs)")
+    half = (*x.shape[:-1], x.shape[-1] // 2)
+    if tuple(cos.shape) != tuple(sin.shape):
+        raise ShapeError(f"rope: cos {tuple(cos.shape)} and sin {tuple(sin.shape)} must have "
+                         "one shape")
+    try:
+        fits = np.broadcast_shapes(half, tuple(cos.shape)) == half
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ShapeError(f"rope: cos and sin of shape {tuple(cos.shape)} must broadcast to "
+                         f"{half} (the input's shape with half its last axis): one angle per "
+                         "position and pair, e.g. (sequence, head size / 2)")
+    return tuple(x.shape), x.dtype
+
+
+def rope_pairs(x, interleaved: bool):
+    """(first, second) elements of each rotated pair of x's last axis (numpy)."""
+    if interleaved:
+        return x[..., 0::2], x[..., 1::2]
+    half = x.shape[-1] // 2
+    return x[..., :half], x[..., half:]
+
+
+def _rope_ref(x, cos, sin, *, interleaved=False):
+    a, b = rope_pairs(x, interleaved)
+    first, second = a * cos - b * sin, b * cos + a * sin
+    if interleaved:
+        return np.stack([first, second], axis=-1).reshape(x.shape)
+    return np.concatenate([first, second], axis=-1)
 
 
 def _erf_np(x):
@@ -149,6 +201,8 @@ declare("layer_norm", COMPOSITE, "nn", dt.REALS, _layer_norm_ref, _layer_norm_me
 # (3% to 85% of the result); half precision computes it in float32, so its absolute
 # tolerance is float32's there too, and a tanh kernel for approximate='none' fails
 _GELU_TOLERANCE = {d: (r, min(a, LOOSE[dt.float32][1])) for d, (r, a) in LOOSE.items()}
+declare("rms_norm", COMPOSITE, "nn", dt.REALS, _rms_norm_ref, _rms_norm_meta, promote=(0, 1),
+        tolerance=LOOSE)
 declare("gelu", COMPOSITE, "nn", dt.REALS, _gelu_ref, _gelu_meta, tolerance=_GELU_TOLERANCE)
 declare("silu", COMPOSITE, "nn", dt.REALS, ACTIVATIONS["silu"], unary_meta(same),
         tolerance=LOOSE)
@@ -159,3 +213,5 @@ declare("linear", COMPOSITE, "nn", dt.REALS, _linear_ref, _linear_meta, promote=
         tolerance=LOOSE, bound=lambda x, w, b=None, **_: np.abs(x) @ np.abs(w) + 1)
 declare("scaled_dot_product_attention", COMPOSITE, "nn", dt.REALS, _sdpa_ref, _sdpa_meta,
         promote=(0, 1, 2), tolerance=LOOSE)
+declare("rope", COMPOSITE, "nn", dt.REALS, _rope_ref, _rope_meta, promote=(0, 1, 2),
+        tolerance=LOOSE)

@@ -79,7 +79,8 @@ def test_device_capabilities(dev):
     assert "bfloat16" not in caps.dtypes and "bfloat16" in caps.unsupported
     assert ("float64" in caps.dtypes) == caps.extra["fp64"]
     # a kernel for every op of the set but these composites, which decompose on the device
-    decomposed = {"quantized_linear", "all", "any", "argmax", "argmin"}
+    decomposed = {"quantized_linear", "all", "any", "argmax", "argmin", "conv_transpose",
+                  "batch_norm", "rms_norm", "rope"}
     assert set(hal.ops.names()) - set(caps.ops) == decomposed
 
 

@@ -94,6 +94,23 @@ def test_fused_composites_are_one_kernel_each(dev):
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize(("out_channels", "layout"), [(6, "channels_first"),
+                                                      (64, "channels_last")])
+def test_conv_is_one_kernel_in_either_product_orientation(dev, out_channels, layout):
+    """Columns along the positions (6 channels), or along 64 channels of 5x5 positions."""
+    x = RNG.standard_normal((2, 4, 5, 5)).astype(np.float32)
+    w = RNG.standard_normal((out_channels, 2, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(out_channels).astype(np.float32)
+    xl = x if layout == "channels_first" else np.moveaxis(x, 1, -1)
+    with hal.fallback_policy("error"), hal.placement() as where:
+        out = hal.nn.conv(_on(dev, xl), _on(dev, w), _on(dev, b), padding=((1, 0), (0, 1)),
+                          groups=2, layout=layout)
+    assert list(where.to_dict()["ops"]) == ["conv"]
+    expected = hal.ops.spec("conv").evaluate(xl, w, b, padding=((1, 0), (0, 1)), groups=2,
+                                             layout=layout)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
 def test_default_schedule_is_parallel_and_vectorised():
     from tvm import te
 

@@ -78,6 +78,26 @@ CASES = {
         hal.nn.scaled_dot_product_attention(q, k, v),
         hal.nn.scaled_dot_product_attention(q, k, v, causal=True, scale=0.3)),
         [_f32(2, 3, 4), _f32(2, 5, 4), _f32(2, 5, 6)]),
+    "conv and pooling": (lambda x, w, b, s, m, v, t: (
+        hal.nn.conv(x, w, b, stride=(2, 1), padding=((1, 0), (2, 1)), dilation=(1, 2),
+                    groups=2),
+        hal.nn.conv(hal.permute_dims(x, (0, 2, 3, 1)), w[:, :, :2, :1], padding=1, groups=2,
+                    layout="channels_last"),
+        hal.nn.conv(t, s, stride=2, padding=((1, 2),)),
+        hal.nn.conv_transpose(x, w[:4], b[:4], stride=2, padding=((1, 0), (0, 1)),
+                              output_padding=(1, 0), groups=2),
+        hal.nn.max_pool(x, (2, 3), stride=(2, 1), padding=((1, 1), (0, 2))),
+        hal.nn.max_pool(t, 2, layout="channels_last"),
+        hal.nn.avg_pool(x, 3, stride=2, padding=1),
+        hal.nn.avg_pool(x, (2, 2), stride=1, padding=1, count_include_pad=True),
+        hal.nn.batch_norm(x, m, v, b[:4], m * 2.0, eps=1e-3),
+        hal.nn.batch_norm(hal.permute_dims(x, (0, 2, 3, 1)), m, v, layout="channels_last")),
+        [_f32(2, 4, 7, 6), _f32(6, 2, 3, 2), _f32(6), _f32(3, 5, 3), _f32(4),
+         np.abs(_f32(4)) + 0.5, _f32(2, 5, 9)]),
+    "llama": (lambda x, w, q, c, s: (
+        hal.nn.rms_norm(x, w), hal.nn.rms_norm(x, eps=1e-3), hal.nn.rope(q, c, s),
+        hal.nn.rope(q, c, s, interleaved=True)),
+        [_f32(3, 6), _f32(6), _f32(2, 2, 5, 6), np.cos(_f32(5, 3)), np.sin(_f32(5, 3))]),
     "special values": (lambda x, y: (
         hal.isnan(x), hal.isinf(x), hal.isfinite(x), hal.isnan(hal.astype(y, hal.int32)),
         hal.clip(x, -1.0, 2.5), hal.floor_divide(x, y), hal.remainder(x, y),
@@ -185,7 +205,7 @@ def _ort_run(model, feeds: dict) -> list[np.ndarray]:
     return session.run(None, feeds)
 
 
-@pytest.mark.parametrize("opset", [17, 20])
+@pytest.mark.parametrize("opset", [17, 20, 23])
 @pytest.mark.parametrize("case", list(CASES))
 def test_export_runs_in_onnxruntime_as_hal_eager(case, opset):
     fn, args = CASES[case]
@@ -457,6 +477,25 @@ ONNX_NODES = {
     "Softmax opset 11": ("Softmax", {"x": _f32(2, 3, 4)}, {}, {"axis": 1}, 1, 11),
     "LayerNormalization axis": ("LayerNormalization", {"x": _f32(2, 3, 4)},
                                 {"scale": _f32(3, 4), "bias": _f32(3, 4)}, {"axis": 1}, 1, 17),
+    "Conv 1-d no pads": ("Conv", {"x": _f32(1, 3, 8)}, {"w": _f32(4, 3, 3)},
+                         {"strides": [2]}, 1, 17),
+    "Conv 3-d groups": ("Conv", {"x": _f32(1, 4, 4, 5, 3)}, {"w": _f32(2, 2, 2, 3, 1),
+                                                            "b": _f32(2)},
+                        {"group": 2, "pads": [0, 1, 0, 1, 0, 0], "dilations": [2, 1, 1]},
+                        1, 17),
+    "ConvTranspose": ("ConvTranspose", {"x": _f32(1, 2, 4, 3)}, {"w": _f32(2, 3, 3, 2)},
+                      {"strides": [2, 2], "pads": [1, 0, 0, 1], "output_padding": [1, 0]},
+                      1, 17),
+    "MaxPool opset 11": ("MaxPool", {"x": _f32(1, 2, 5, 5)}, {},
+                         {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+                         1, 11),
+    "AveragePool default count": ("AveragePool", {"x": _f32(1, 2, 5)}, {},
+                                  {"kernel_shape": [2], "pads": [1, 1]}, 1, 17),
+    "BatchNormalization": ("BatchNormalization", {"x": _f32(2, 3, 2, 2)},
+                           {"s": _f32(3), "b": _f32(3), "m": _f32(3),
+                            "v": np.float32([0.5, 1, 2])}, {"epsilon": 1e-3}, 1, 17),
+    "RMSNormalization axis": ("RMSNormalization", {"x": _f32(2, 3, 4)}, {"scale": _f32(4)},
+                              {"axis": 1, "epsilon": 1e-3}, 1, 23),
     "Gemm alpha beta": ("Gemm", {"a": _f32(3, 2)}, {"b": _f32(3, 4), "c": _f32(1, 4)},
                         {"alpha": 0.5, "beta": 2.0, "transA": 1}, 1, 17),
     "Max variadic": ("Max", {"a": _f32(2, 3), "b": _f32(3), "c": _f32(2, 1)}, {}, {}, 1, 17),

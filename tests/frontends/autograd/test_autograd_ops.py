@@ -29,6 +29,11 @@ def _case(rng, device, dtype):
     q, k, v = (t(rng.standard_normal((2, 3, 4))) for _ in range(3))
     cond = hal.asarray(rng.standard_normal((3, 4)) > 0, device=device)
     w, b = t(rng.standard_normal((4, 5))), t(rng.standard_normal(5))
+    img = t(rng.standard_normal((2, 4, 5, 4)))
+    cw, cb = t(rng.standard_normal((6, 2, 3, 2))), t(rng.standard_normal(6))
+    seq = t(rng.standard_normal((2, 5, 3)))  # channels last
+    angles = [t(rng.standard_normal((3, 2))) for _ in range(2)]  # (sequence, head size / 2)
+    per_channel = [t(rng.uniform(0.5, 2.0, 4)) for _ in range(2)] + [y, y * 2]
     return {
         "negative": (hal.negative, (x,)),
         "abs": (hal.abs, (away,)),
@@ -92,6 +97,23 @@ def _case(rng, device, dtype):
             lambda a, c, d: hal.nn.scaled_dot_product_attention(a, c, d, causal=True),
             (q, k, v)),
         "roll": (lambda a: hal.nn.roll(a, (1, -2), axis=(0, 1)), (x,)),
+        "conv": (lambda a, c, d: hal.nn.conv(a, c, d, stride=(2, 1), padding=((1, 0), (2, 1)),
+                                             dilation=(1, 2), groups=2), (img, cw, cb)),
+        "conv-1d-last": (lambda a, c: hal.nn.conv(a, c, padding=1, layout="channels_last"),
+                         (seq, t(rng.standard_normal((2, 3, 3)))), "conv"),
+        "conv_transpose": (lambda a, c, d: hal.nn.conv_transpose(
+            a, c, d, stride=(2, 1), padding=((1, 0), (0, 1)), output_padding=(1, 0),
+            dilation=(1, 2), groups=2), (img, hal.reshape(cw, (4, 3, 3, 2)), cb)),
+        "max_pool": (lambda a: hal.nn.max_pool(a, (2, 3), stride=(2, 1),
+                                               padding=((1, 1), (0, 1))), (img,)),
+        "avg_pool": (lambda a: hal.nn.avg_pool(a, 2, stride=1, padding=1), (img,)),
+        "avg_pool-last": (lambda a: hal.nn.avg_pool(a, 2, padding=1, count_include_pad=True,
+                                                    layout="channels_last"), (seq,), "avg_pool"),
+        "batch_norm": (hal.nn.batch_norm, (img, *per_channel)),
+        "rms_norm": (hal.nn.rms_norm, (x, y)),
+        "rope": (hal.nn.rope, (q, *angles)),
+        "rope-interleaved": (lambda a, c, s: hal.nn.rope(a, c, s, interleaved=True),
+                             (q, *angles), "rope"),
         # collectives over the one-rank group; tests/frontends/parallel runs real ranks
         "all_reduce": (lambda a: C.all_reduce(a, group="self"), (x,)),
         "all_gather": (lambda a: C.all_gather(a, group="self", axis=1), (x,)),
