@@ -13,6 +13,14 @@ Backend class, which hal calls with no arguments:
 
     [project.entry-points."hal.backends"]
     mychip = "mychip_hal.backend:MyChipBackend"
+
+Your chip's own framework becomes a peer the benchmarks time beside hal on the same
+device with one more entry point naming a `frontends.science.peers.PeerSpec` whose
+loaders are keyed by your backend's name (docs/bring-up.md, "Your chip against its own
+native stack"):
+
+    [project.entry-points."hal.peers"]
+    mychip-native = "mychip_hal.peer:PEER"
 """
 
 from __future__ import annotations

@@ -45,10 +45,12 @@ def _figure(claim: Claim, x: float) -> str:
 
 
 def label(m: Measurement) -> str:
-    """Who measured: a peer's name and version, else hal with its mode or layout and device
+    """Who measured: a peer's name, version and the device it computed on (its facts, where
+    the run recorded them), else hal with its mode or layout and device
     (and the count of fallback calls where `hal bench --fallback` let ops run on the CPU)."""
     if "peer" in m.params:
-        return str(m.params["peer"])
+        where = m.facts.get("peer_device")
+        return f"{m.facts.get('peer', m.params['peer'])}{f' on {where}' if where else ''}"
     what = m.params.get("layout") or m.params.get("mode") or m.params.get("precision")
     fallbacks = m.placement.fallbacks if m.placement else 0
     aside = f" (CPU fallback calls: {fallbacks})" if fallbacks else ""
@@ -128,8 +130,7 @@ def _notes(claim: Claim, ms: list[Measurement], pair: tuple | None) -> list[str]
                 f"{label(m)}: {_figure(claim, value(claim, m))}, steady call peak "
                 f"{m.metrics.get('call_peak_mib', float('nan')):.4g} MiB"
             )
-        # peers are measured under the cpu backend only; elsewhere they skip by design
-        if m.status != "ok" and not ("peer" in m.params and m.backend != "cpu"):
+        if m.status != "ok":
             key = (m.status, without_device(m.error or "", m.device))
             missing.setdefault(key, []).append(m)
     notes += [_missing_note(status, reason, group) for (status, reason), group in missing.items()]

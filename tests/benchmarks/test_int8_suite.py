@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import hal
+from benchmarks import ort_peer
 from benchmarks.suites import int8
 from benchmarks.timing import TimingOptions, measure
 from benchmarks.workload import suite_workloads
@@ -77,9 +78,21 @@ def test_batch_32_is_skipped_with_the_reason_outside_cpu_and_onnxruntime(null):
     assert "NotMeasuredHere" in record.error and "cpu, onnxruntime only" in record.error
 
 
-def test_the_onnxruntime_peer_runs_under_the_cpu_backend_only(null):
+def test_the_onnxruntime_peer_is_skipped_off_the_cpu_and_without_its_gpu_provider(
+        null, monkeypatch):
+    from frontends.science import peers
+
+    monkeypatch.setattr(peers, "device_kinds", lambda device: ("opencl",))
     record = measure(_workload("minilm[ort-fp32]", 1), "int8", "float32", null, TINY)
-    assert record.status == "skipped" and "under the cpu backend" in record.error
+    assert record.status == "skipped"
+    assert record.error == ("PeerNotHere: peer onnxruntime runs on cpu and cuda devices; "
+                            "null:0 is opencl")
+    monkeypatch.setattr(peers, "device_kinds", lambda device: ("cuda",))
+    monkeypatch.setattr(ort_peer, "available_providers", lambda: [ort_peer.CPU])
+    record = measure(_workload("minilm[ort-fp32]", 1), "int8", "float32", null, TINY)
+    assert record.status == "skipped" and "pip install onnxruntime-gpu" in record.error
+    record = measure(_workload("qmatmul[ort]", None), "int8", "uint8", null, TINY)
+    assert record.status == "skipped" and "runs on the host CPU; null:0 is cuda" in record.error
 
 
 def test_tokens_pad_the_shipped_sentences_to_the_sequence_length():
