@@ -153,6 +153,23 @@ def _missing_note(status: str, reason: str, ms: list[Measurement]) -> str:
     return f"{where} {status}: {errors.pop() if len(errors) == 1 else reason}"
 
 
+def _joules(x: float) -> str:
+    """Joules with a unit that keeps three figures readable."""
+    for unit, scale in (("J", 1.0), ("mJ", 1e-3), ("uJ", 1e-6)):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x / 1e-9:.3g} nJ"
+
+
+def _energy(base: Measurement, candidate: Measurement) -> str:
+    """Energy per call of both sides and the candidate's perf/W against the baseline's
+    (baseline joules / candidate joules), where both read their device's energy."""
+    b, c = base.metrics.get("joules_per_call"), candidate.metrics.get("joules_per_call")
+    if not (b and c):
+        return ""
+    return f"{_joules(b)} -> {_joules(c)} a call ({b / c:.2f}x perf/W)"
+
+
 def _lines_row(ms: list[Measurement]) -> dict[str, str]:
     """The code-size claim: the lines a user changes to go parallel with annotations, against
     the same training with Megatron's split written by hand (the seed records both)."""
@@ -239,6 +256,7 @@ def claim_row(claim: Claim, ms: list[Measurement], completed: bool = True) -> di
         "candidate": label(candidate),
         "measured": f"{_figure(claim, b)} -> {_figure(claim, c)}",
         "ratio": f"{_ratio(claim, b, c):.2f}x",
+        "perf/W": _energy(base, candidate),
         "check": _check([base, candidate]),
         "notes": "; ".join(_notes(claim, ms, pair)),
     }
@@ -253,6 +271,7 @@ COLUMNS = [
     "candidate",
     "measured",
     "ratio",
+    "perf/W",
     "check",
     "notes",
 ]
