@@ -5,6 +5,12 @@ points, and 2-D 1024 x 1024); elementwise bandwidth over 2^27 elements; and each
 composite (softmax, layer_norm, linear + gelu, attention) beside the same computation
 written as separate hal ops (`*_unfused`), so a backend's fusion shows as a speedup.
 Run it on one device: `hal bench --suite gpu --backend cuda`.
+
+Every GEMM, FFT and bandwidth row gets its % of the device's measured peak without the
+`peak` suite: the GEMMs are the FLOP/s peaks of their dtypes (a complex FFT is held
+against its real part's, float32), and `add` the bandwidth peak of a device with memory
+of its own (on host memory, the host's measured bandwidth: `benchmarks.peaks`). The run
+record names the cupy the device ran (`libraries`).
 """
 
 from __future__ import annotations
@@ -70,7 +76,7 @@ def workloads() -> list:
           for d in ("float32", "bfloat16", "float16")),
         fft("fft", (4096, 1024), ("complex64",)),
         fft("fft2", (1024, 1024), ("complex64",)),
-        elementwise("add", 1 << 27, ("float32", "float16")),
+        dataclasses.replace(elementwise("add", 1 << 27, ("float32", "float16")), peak="gbps"),
         elementwise("exp", 1 << 27, F32),
         *fused,
         *(_unfused(w, run) for w, run in zip(fused, runs)),
