@@ -1,19 +1,21 @@
 """The same algorithms in other array libraries, for side-by-side figures, on the device
 under test.
 
-A `Peer` is an array library with numpy.fft's transform names (numpy, scipy.fft,
-pyfftw, torch, jax, cupy; pyvkfft has the complex transforms only): the solvers' step
-functions (`kdv.etdrk4_step`, `navier_stokes.if_rk4_step`) run on it unchanged. jax runs
-in float64 (`jax_enable_x64`), jits the step and drives long runs with `lax.fori_loop`.
+A `Peer` is an array library with numpy.fft's transform names and a GEMM (numpy,
+scipy.fft, pyfftw, torch, jax, cupy; pyvkfft has the complex transforms only, pyclblast
+the GEMM only): the solvers' step functions (`kdv.etdrk4_step`,
+`navier_stokes.if_rk4_step`) run on it unchanged. jax runs in float64
+(`jax_enable_x64`), jits the step and drives long runs with `lax.fori_loop`.
 
 A peer declares the device kinds it runs on (`PeerSpec.loaders`): "cpu" (the host CPU),
-"cuda" (an NVIDIA GPU: torch, jax, cupy calling cuFFT and cuBLAS), "opencl" (VkFFT through
-pyvkfft), or a vendor backend's name. A hal device's kinds (`device_kinds`) are its
-backend's name, and "cpu" too where its tensors live in host memory (the host computes:
-PoCL, ONNX Runtime's CPU provider, TVM's llvm target). `place(name, device)` loads the peer
-on the device under test, or raises (a hal.UnsupportedOp, so the harness records a skip
-with the reason) `PeerNotHere` when it runs on other kinds and `PeerUnavailable` when its
-library does not import, saying how to install it.
+"cuda" (an NVIDIA GPU: torch, jax, cupy calling cuFFT and cuBLAS), "opencl" (VkFFT
+through pyvkfft, CLBlast through pyclblast), or a vendor backend's name. A hal device's
+kinds (`device_kinds`) are its backend's name, and "cpu" too where its tensors live in
+host memory (the host computes: PoCL, ONNX Runtime's CPU provider, TVM's llvm target).
+`place(name, device)` loads the peer on the device under test, or raises (a
+hal.UnsupportedOp, so the harness records a skip with the reason) `PeerNotHere` when it
+runs on other kinds and `PeerUnavailable` when its library does not import, saying how to
+install it.
 
 A vendor registers its own native stack as a peer through the entry point group
 `hal.peers`: the entry point names a `PeerSpec` whose loaders are keyed by its backend's
@@ -23,6 +25,7 @@ name (see docs/bring-up.md).
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import types
 from collections.abc import Callable, Mapping
@@ -52,7 +55,8 @@ class Peer:
     """An array library placed on one device: its fft namespace, conversions, and how it
     compiles and loops.
 
-    `asarray` takes a host array onto the peer's device and `numpy` brings one back.
+    `asarray` takes a host array onto the peer's device and `numpy` brings one back;
+    `matmul` is its GEMM (`a @ b`; None for a peer without one).
     `take` (a hal tensor -> the peer's array, sharing memory) and `give` (the peer's
     array, once its work is done -> a hal tensor on a device) keep a device peer's data on
     its device; None goes through host arrays (the host peers).
@@ -67,6 +71,7 @@ class Peer:
     device: str = "host CPU"
     take: Callable[[hal.Tensor], Any] | None = None
     give: Callable[[Any, hal.Device], hal.Tensor] | None = None
+    matmul: Callable[[Any, Any], Any] | None = operator.matmul
 
     @property
     def label(self) -> str:
@@ -245,14 +250,39 @@ def _vkfft(device: hal.Device) -> Peer:
                                 fft2=transform(vk.fftn, (-2, -1)),
                                 ifft2=transform(vk.ifftn, (-2, -1)))
 
-    def give(a, target: hal.Device) -> hal.Tensor:
-        a.queue.finish()
-        return hal.Tensor.wrap(a, target)
-
     return Peer("pyvkfft", f"{pyvkfft.__version__} (VkFFT, OpenCL)", fft,
                 lambda a: cla.to_device(queue, np.ascontiguousarray(a)), lambda a: a.get(),
                 device=f"{device.name} ({queue.device.name.strip()})",
-                take=lambda t: t.native, give=give)
+                take=lambda t: t.native, give=_opencl_give, matmul=None)
+
+
+def _opencl_give(a, target: hal.Device) -> hal.Tensor:
+    """A pyopencl array, once its queue has finished, as a hal tensor on `target`."""
+    a.queue.finish()
+    return hal.Tensor.wrap(a, target)
+
+
+def _clblast(device: hal.Device) -> Peer:
+    import pyclblast
+    import pyopencl.array as cla
+
+    queue = device.queue  # hal's OpenCL device: its in-order profiling queue
+
+    def matmul(a, b):
+        c = cla.empty(queue, (a.shape[0], b.shape[1]), a.dtype)
+        pyclblast.gemm(queue, a.shape[0], b.shape[1], a.shape[1], a, b, c,
+                       a_ld=a.shape[1], b_ld=b.shape[1], c_ld=b.shape[1])
+        return c
+
+    return Peer("pyclblast", f"{_installed('pyclblast')} (CLBlast, OpenCL)", None,
+                lambda a: cla.to_device(queue, np.ascontiguousarray(a)), lambda a: a.get(),
+                device=f"{device.name} ({queue.device.name.strip()})",
+                take=lambda t: t.native, give=_opencl_give, matmul=matmul)
+
+
+def _installed(distribution: str) -> str:
+    """A distribution's installed version (for libraries without __version__)."""
+    return metadata.version(distribution)
 
 
 BUILTIN = (
@@ -268,6 +298,8 @@ BUILTIN = (
     PeerSpec("pyvkfft", "pyvkfft", {"opencl": _vkfft},
              "pip install pyvkfft (it builds against the OpenCL headers: apt install "
              "opencl-headers ocl-icd-opencl-dev)"),
+    PeerSpec("pyclblast", "pyclblast", {"opencl": _clblast},
+             "pip install pyclblast (it builds against CLBlast: apt install libclblast-dev)"),
 )
 # The peers with arrays and arithmetic (the solvers run on them); pyvkfft only transforms.
 NAMES = ("numpy", "scipy", "pyfftw", "torch", "jax", "cupy")
@@ -299,6 +331,12 @@ def vendor_names() -> tuple[str, ...]:
 def fft_names() -> tuple[str, ...]:
     """The peers of the FFT rows: the array libraries, VkFFT and every vendor's peer."""
     return (*NAMES, "pyvkfft", *vendor_names())
+
+
+def gemm_names() -> tuple[str, ...]:
+    """The peers of the GEMM rows of device-sized suites: the GPU libraries (cuBLAS through
+    cupy, torch, jax), CLBlast and every vendor's peer."""
+    return ("cupy", "torch", "jax", "pyclblast", *vendor_names())
 
 
 def spec(name: str) -> PeerSpec:

@@ -129,3 +129,41 @@ def test_ort_runs_its_cpu_provider_on_the_host_and_its_cuda_one_where_installed(
     monkeypatch.setattr(peers, "device_kinds", lambda device: ("opencl",))
     with pytest.raises(peers.PeerNotHere, match="onnxruntime runs on cpu and cuda devices"):
         ort_peer.provider(cpu)
+
+
+def test_the_gpu_suites_gemm_runs_in_a_device_peer_and_not_on_the_host(monkeypatch):
+    from benchmarks.suites import gpu
+
+    def gemm(name):
+        return measure(gpu.gemm_peer("float32", name, size=64), "gpu", "float32",
+                       hal.device("cpu"), TINY)
+
+    record = gemm("cupy")
+    assert record.error == "PeerNotHere: peer cupy runs on cuda devices; cpu:0 is cpu"
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    monkeypatch.setitem(sys.modules, "cupy.fft", np.fft)
+    monkeypatch.setattr(peers, "device_kinds", lambda device: ("cuda",))
+    peers._loaded.cache_clear()
+    try:
+        record = gemm("cupy")
+    finally:
+        peers._loaded.cache_clear()
+    assert record.status == "ok", record.error
+    assert record.workload == "gemm[cupy]" and record.params["M"] == 64
+    assert record.facts["peer_device"] == "cpu:0 (FakeGPU)"
+    assert record.metrics["gflops"] > 0
+    monkeypatch.setattr(peers, "device_kinds", lambda device: ("cpu",))
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert gemm("torch").error.startswith("PeerUnavailable: peer torch is not importable")
+    torch = types.ModuleType("torch")  # a CPU torch over numpy
+    torch.__version__, torch.fft, torch.from_numpy = "9.9", np.fft, np.asarray
+    torch.set_num_threads = lambda n: None
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    peers._loaded.cache_clear()
+    try:
+        assert "torch would run on the host CPU here" in gemm("torch").error
+    finally:
+        peers._loaded.cache_clear()
+    names = {(w.name, w.dtypes[0]) for w in gpu.peer_workloads()}
+    assert {("gemm[cupy]", "float16"), ("gemm[pyclblast]", "float32"),
+            ("fft[cupy]", "complex64"), ("fft2[pyvkfft]", "complex64")} <= names
