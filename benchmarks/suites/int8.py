@@ -11,7 +11,7 @@ its offline scenario (throughput); the report's "MLPerf-style" section holds bot
 - `minilm[fp32]`, `minilm[int8]` on every backend: the encoder through `hal.jit` (one
   graph; the ONNX Runtime backend runs it as one session), INT8 being
   `frontends.quant.quant_post_dynamic` (per-channel int8 weights, dynamic uint8
-  activations) of the same model. Batch 32 is measured on the cpu and onnxruntime
+  activations) of the same model. Batch 32 is measured on the cpu, onnxruntime and cuda
   backends only (`LARGE_BATCH_BACKENDS`): one call takes 5-18 s on tvm and opencl (PoCL)
   here, and a measurement makes 14 calls; elsewhere it is skipped with that reason.
 - `minilm[ort-fp32]`, `minilm[ort-int8]`: the peer, ONNX Runtime's CPU provider on the
@@ -73,7 +73,7 @@ from hal.ops.quant import INT8_DOT_FLAGS, int8_product_form
 SEQ = 128
 BATCHES = (1, 8, 32)
 LARGE_BATCH = 32
-LARGE_BATCH_BACKENDS = ("cpu", "onnxruntime")
+LARGE_BATCH_BACKENDS = ("cpu", "onnxruntime", "cuda")
 CLAIM_SAMPLES_PER_S = {"fp32": 780.0, "int8": 2300.0}
 CLAIM = (f"BERT INT8 {CLAIM_SAMPLES_PER_S['fp32']:.0f} -> {CLAIM_SAMPLES_PER_S['int8']:.0f} "
          f"samples/s ({CLAIM_SAMPLES_PER_S['int8'] / CLAIM_SAMPLES_PER_S['fp32']:.2f}x) at 99.2% "

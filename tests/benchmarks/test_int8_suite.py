@@ -75,7 +75,7 @@ def test_a_wrong_int8_answer_fails_the_check(cpu):
 def test_batch_32_is_skipped_with_the_reason_outside_cpu_and_onnxruntime(null):
     record = measure(_workload("minilm[int8]", 32), "int8", "float32", null, TINY)
     assert record.status == "skipped"
-    assert "NotMeasuredHere" in record.error and "cpu, onnxruntime only" in record.error
+    assert "NotMeasuredHere" in record.error and "cpu, onnxruntime, cuda only" in record.error
 
 
 def test_the_onnxruntime_peer_is_skipped_off_the_cpu_and_without_its_gpu_provider(
@@ -145,8 +145,13 @@ def test_retention_measures_cosines_and_the_goal():
 
 
 def test_retention_and_the_round_trip_are_facts_of_the_batch_8_workloads():
-    with_facts = {(w.name, w.params.get("batch")) for w in suite_workloads("int8") if w.facts}
-    assert with_facts == {("minilm[fp32]", 8), ("minilm[int8]", 8), ("minilm[ort-int8]", 8)}
+    minilm = [w for w in suite_workloads("int8") if w.name.startswith("minilm")]
+    hal_facts = {(w.name, w.params["batch"]) for w in minilm if w.facts and "peer" not in w.params}
+    assert hal_facts == {("minilm[fp32]", 8), ("minilm[int8]", 8)}
+    peers = [w for w in minilm if "peer" in w.params]
+    assert len(peers) == 6 and all(w.facts for w in peers)  # the provider and its device
+    retention = {(w.name, w.params["batch"]) for w in peers if w.facts.args[0]}
+    assert retention == {("minilm[ort-int8]", 8)}
 
 
 def test_retention_facts_name_each_variant_and_measure(monkeypatch):
@@ -163,5 +168,5 @@ def test_retention_facts_name_each_variant_and_measure(monkeypatch):
 
 def test_retention_is_left_out_off_cpu_and_onnxruntime(null):
     ids = hal.asarray(np.ones((1, 4), np.int64), device=null)
-    with pytest.raises(hal.UnsupportedOp, match="retention is measured on cpu, onnxruntime"):
+    with pytest.raises(hal.UnsupportedOp, match="retention is measured on cpu, onnxruntime, cuda"):
         int8._hal_facts("int8")(ids, ids)

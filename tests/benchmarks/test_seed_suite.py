@@ -53,7 +53,7 @@ def test_kdv_full_solve_is_left_to_fast_backends():
     (w,) = [w for w in _by_claim()["pde_3rd_order"] if w.params["role"] == "candidate"]
     assert w.params["steps"] == 39322
     record = measure(w, "seed", "float64", hal.device("null"), TimingOptions.quick())
-    assert record.status == "skipped" and "cpu only, not null" in record.error
+    assert record.status == "skipped" and "cpu, cuda only, not null" in record.error
 
 
 def test_footprint_counts_the_call_output():

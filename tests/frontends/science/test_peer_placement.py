@@ -119,6 +119,9 @@ def test_a_vendor_registers_its_native_stack_through_the_entry_point(monkeypatch
 def test_ort_runs_its_cpu_provider_on_the_host_and_its_cuda_one_where_installed(
         cpu, monkeypatch):
     assert ort_peer.provider(cpu) == ort_peer.CPU
+    assert ort_peer.facts(cpu) == {
+        "peer": f"onnxruntime {metadata.version('onnxruntime')} (CPUExecutionProvider)",
+        "peer_device": "host CPU"}
     monkeypatch.setattr(peers, "device_kinds", lambda device: ("cuda",))
     monkeypatch.setattr(ort_peer, "available_providers", lambda: [ort_peer.CPU])
     with pytest.raises(peers.PeerUnavailable, match="pip install onnxruntime-gpu"):
