@@ -124,6 +124,13 @@ class NullDevice(hal.Device):
         """Vendor (optional): seconds between two events from _record_event (wait for `end`)."""
         return end - start
 
+    def energy_joules(self) -> float | None:
+        """Vendor (optional): your driver's energy counter of this device in joules (any
+        origin, never decreasing), or None where it cannot be read. `hal bench` reads it
+        around each measurement's samples for joules per call, watts and work per joule;
+        without it a device on host memory gets the host's RAPL counter where readable."""
+        return None
+
     def _describe(self) -> dict:
         """Vendor: facts read from the device; any of the keys name, vendor, driver_version,
         runtime_version, memory_bytes, memory ("host" where tensors live in host memory: its

@@ -4,6 +4,7 @@ Where the platform exposes one, the counter is read before and after the timed s
 and the record carries joules per call, mean watts and work per joule
 (`benchmarks.timing`); elsewhere it says "not available here: <why>".
 
+- A backend's own counter, where its device defines `energy_joules()` (backends/null.py).
 - NVIDIA GPUs: NVML's total-energy counter (millijoules since the driver loaded; Volta
   and later) through nvidia-ml-py (`pynvml`), by the device's CUDA index (NVML counts
   every GPU, CUDA_VISIBLE_DEVICES may renumber them: the record names the GPU read).
@@ -85,6 +86,19 @@ class NvmlCounter:
         return self.pynvml.nvmlDeviceGetTotalEnergyConsumption(self.handle) / 1e3
 
 
+class DeviceCounter:
+    """A backend's own energy counter: its device's optional `energy_joules()` (a vendor's
+    driver; see backends/null.py)."""
+
+    def __init__(self, device: hal.Device):
+        self.device = device
+        self.name = f"{device.name}.energy_joules() ({device.backend.name} backend)"
+
+    def joules(self) -> float:
+        """The device's energy counter."""
+        return float(self.device.energy_joules())
+
+
 def _domain_name(domain: Path) -> str:
     try:
         return domain.name + ":" + (domain / "name").read_text().strip()
@@ -123,7 +137,12 @@ def nvml(index: int) -> NvmlCounter | Unavailable:
 
 
 def counter_for(device: hal.Device, root: Path = POWERCAP) -> EnergyCounter | Unavailable:
-    """The energy counter of the hardware `device` computes on, or why there is none."""
+    """The energy counter of the hardware `device` computes on, or why there is none: the
+    backend's own (`energy_joules()`) where it reads one, else NVML on a CUDA GPU, RAPL on
+    the host CPU."""
+    own = getattr(device, "energy_joules", None)
+    if callable(own) and own() is not None:
+        return DeviceCounter(device)
     kinds = peers.device_kinds(device)
     if "cuda" in kinds:
         return nvml(device.index)

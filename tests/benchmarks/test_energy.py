@@ -147,3 +147,14 @@ def test_a_counter_that_does_not_advance_is_no_figure():
     out = meter.stop(meter.start(), 10)
     assert not out["available"] and "did not advance" in out["why"]
 
+
+
+def test_a_backends_own_counter_comes_first(null, tmp_path, monkeypatch):
+    assert null.energy_joules() is None  # the template reads none: the host's RAPL then
+    _domain(tmp_path, 0, 1, 10)
+    assert isinstance(energy.counter_for(null, tmp_path), energy.RaplCounter)
+    readings = iter([2.0, 2.5])
+    monkeypatch.setattr(type(null), "energy_joules", lambda self: next(readings, 7.0))
+    counter = energy.counter_for(null, tmp_path)
+    assert counter.name == "null:0.energy_joules() (null backend)"
+    assert counter.joules() == 2.5 and counter.joules() == 7.0
