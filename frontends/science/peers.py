@@ -178,7 +178,7 @@ def _torch_cuda(device: hal.Device) -> Peer:
 
     return Peer("torch", f"{torch.__version__} (CUDA {torch.version.cuda}, cuFFT)", torch.fft,
                 lambda a: torch.as_tensor(np.asarray(a), device=gpu), lambda t: t.cpu().numpy(),
-                device=f"cuda:{device.index} ({torch.cuda.get_device_name(gpu)})",
+                device=f"{device.name} ({torch.cuda.get_device_name(gpu)})",
                 take=torch.from_dlpack, give=give)
 
 
