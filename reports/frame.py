@@ -88,6 +88,8 @@ def _row(m: Measurement, results: Results) -> dict[str, Any]:
         "watts": m.metrics.get("watts"),
         "items_per_joule": m.metrics.get("items_per_joule"),
         "gflops_per_joule": m.metrics.get("gflops_per_joule"),
+        "peer": m.params.get("peer"),
+        "peer_device": m.facts.get("peer_device"),
         "energy_counter": m.energy.get("counter") if m.energy.get("available") else None,
         "energy_why": m.energy.get("why"),
         **dict(zip(("pct_of_peak", "peak_note"), pct_of_peak(m, results.run), strict=True)),

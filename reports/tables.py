@@ -98,6 +98,13 @@ def suite_table(frame: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def hal_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows hal measured, without the peers': a peer placed on two devices under test
+    may compute on the same hardware (numpy under cpu and under PoCL), so its ratio says
+    nothing of the backends; the suite tables and the claims compare peers with hal."""
+    return frame[frame["peer"].isna()] if "peer" in frame else frame
+
+
 def default_baseline(frame: pd.DataFrame) -> str:
     """The baseline series: `cpu` when present, else the first series alphabetically."""
     series = sorted(frame["series"].unique())
@@ -107,11 +114,11 @@ def default_baseline(frame: pd.DataFrame) -> str:
 def speedups(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Long table of speedups `median(baseline) / median(series)` per workload, with CI.
 
-    Only measurements that are `ok` on both sides are compared; without raw samples the
-    CI is left empty. `fallback` says that either side ran ops on the CPU fallback;
+    Only hal's measurements (`hal_rows`) that are `ok` on both sides are compared; without
+    raw samples the CI is left empty. `fallback` says that either side ran ops on the CPU fallback;
     `per_joule` is the ratio of work per joule where both sides read their energy.
     """
-    ok = frame[frame["status"] == "ok"]
+    ok = hal_rows(frame[frame["status"] == "ok"])
     base = ok[ok["series"] == baseline].set_index(KEY_COLUMNS)
     rows = []
     for _, row in ok[ok["series"] != baseline].iterrows():
@@ -196,9 +203,9 @@ def speedup_matrix(long: pd.DataFrame) -> pd.DataFrame:
 
 def across_table(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Suite/workload/params/dtype x series: median time and its ratio to `baseline`
-    (baseline time / series time, >1 faster), for workloads measured `ok` by two or more
-    series, with the geometric mean of each series' ratios."""
-    ok = frame[(frame["status"] == "ok") & frame["median"].notna()]
+    (baseline time / series time, >1 faster), for hal's workloads (`hal_rows`) measured
+    `ok` by two or more series, with the geometric mean of each series' ratios."""
+    ok = hal_rows(frame[(frame["status"] == "ok") & frame["median"].notna()])
     ok = ok[ok.groupby(KEY_COLUMNS)["series"].transform("nunique") >= 2]
     if ok.empty:
         return pd.DataFrame()
