@@ -290,7 +290,7 @@ BUILTIN = (
     PeerSpec("scipy", "scipy", {"cpu": _scipy}, "pip install scipy"),
     PeerSpec("pyfftw", "pyFFTW", {"cpu": _pyfftw}, 'pip install -e ".[seed-peers]"'),
     PeerSpec("torch", "torch", {"cpu": _torch, "cuda": _torch_cuda},
-             "pip install torch (a CUDA build for GPUs)"),
+             "pip install torch (on a GPU, a CUDA build)"),
     PeerSpec("jax", "jax", {"cpu": _jax, "cuda": _jax_gpu},
              'pip install -e ".[seed-peers]" (GPUs: pip install "jax[cuda12]")'),
     PeerSpec("cupy", ("cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy"),
@@ -373,8 +373,8 @@ def _loaded(name: str, kind: str, device: hal.Device) -> Peer:
     try:
         return peer_spec.loaders[kind](device)
     except ImportError as exc:
-        raise PeerUnavailable(f"peer {name} is not importable ({exc}); install it "
-                              f"({peer_spec.install}) to measure it") from None
+        raise PeerUnavailable(f"peer {name} is not importable ({exc}); to measure it: "
+                              f"{peer_spec.install}") from None
 
 
 def load(name: str) -> Peer:
