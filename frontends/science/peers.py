@@ -239,17 +239,26 @@ def _cuda_name(cupy, index: int) -> str:
 def _vkfft(device: hal.Device) -> Peer:
     import pyopencl.array as cla
     import pyvkfft
-    import pyvkfft.fft as vk
+    from pyvkfft.opencl import VkFFTApp
 
     queue = device.queue  # hal's OpenCL device: its in-order profiling queue
 
-    def transform(fn, axes):
-        return lambda x: fn(x, axes=axes)
+    @functools.cache
+    def app(shape: tuple[int, ...], dtype: np.dtype, ndim: int) -> VkFFTApp:
+        # norm=1: the inverse divides by the size, as numpy's does
+        return VkFFTApp(shape, dtype, queue, ndim=ndim, inplace=False, norm=1)
 
-    fft = types.SimpleNamespace(fft=transform(vk.fftn, (-1,)), ifft=transform(vk.ifftn, (-1,)),
-                                fft2=transform(vk.fftn, (-2, -1)),
-                                ifft2=transform(vk.ifftn, (-2, -1)))
+    def transform(ndim: int, inverse: bool):
+        def run(x):
+            out = cla.empty_like(x)
+            plan = app(x.shape, x.dtype, ndim)
+            (plan.ifft if inverse else plan.fft)(x, out)
+            return out
 
+        return run
+
+    fft = types.SimpleNamespace(fft=transform(1, False), ifft=transform(1, True),
+                                fft2=transform(2, False), ifft2=transform(2, True))
     return Peer("pyvkfft", f"{pyvkfft.__version__} (VkFFT, OpenCL)", fft,
                 lambda a: cla.to_device(queue, np.ascontiguousarray(a)), lambda a: a.get(),
                 device=f"{device.name} ({queue.device.name.strip()})",
@@ -296,10 +305,11 @@ BUILTIN = (
     PeerSpec("cupy", ("cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy"),
              {"cuda": _cupy}, "pip install cupy-cuda12x"),
     PeerSpec("pyvkfft", "pyvkfft", {"opencl": _vkfft},
-             "pip install pyvkfft (it builds against the OpenCL headers: apt install "
+             'pip install -e ".[vkfft]" (it builds against the OpenCL headers: apt install '
              "opencl-headers ocl-icd-opencl-dev)"),
     PeerSpec("pyclblast", "pyclblast", {"opencl": _clblast},
-             "pip install pyclblast (it builds against CLBlast: apt install libclblast-dev)"),
+             'pip install -e ".[clblast]" (it builds against CLBlast: apt install '
+             "libclblast-dev)"),
 )
 # The peers with arrays and arithmetic (the solvers run on them); pyvkfft only transforms.
 NAMES = ("numpy", "scipy", "pyfftw", "torch", "jax", "cupy")

@@ -170,3 +170,52 @@ def test_the_gpu_suites_gemm_runs_in_a_device_peer_and_not_on_the_host(monkeypat
     names = {(w.name, w.dtypes[0]) for w in gpu.peer_workloads()}
     assert {("gemm[cupy]", "float16"), ("gemm[pyclblast]", "float32"),
             ("fft[cupy]", "complex64"), ("fft2[pyvkfft]", "complex64")} <= names
+
+
+def _fake_opencl_libraries(monkeypatch) -> None:
+    """pyvkfft and pyclblast over numpy: each computes on the host from the pyopencl arrays
+    it is given and writes its result into the output array, as the real ones do."""
+    class VkFFTApp:
+        def __init__(self, shape, dtype, queue, ndim, inplace, norm):
+            self.axes = tuple(range(-ndim, 0))
+
+        def fft(self, src, dst):
+            dst.set(np.fft.fftn(src.get(), axes=self.axes).astype(src.dtype))
+
+        def ifft(self, src, dst):
+            dst.set(np.fft.ifftn(src.get(), axes=self.axes).astype(src.dtype))
+
+    def gemm(queue, m, n, k, a, b, c, a_ld, b_ld, c_ld):
+        assert (a_ld, b_ld, c_ld) == (k, n, n)  # row-major, contiguous
+        c.set(a.get() @ b.get())
+
+    vkfft = types.ModuleType("pyvkfft")
+    vkfft.__version__ = "0.fake"
+    opencl = types.ModuleType("pyvkfft.opencl")
+    opencl.VkFFTApp = VkFFTApp
+    clblast = types.ModuleType("pyclblast")
+    clblast.gemm = gemm
+    for name, module in (("pyvkfft", vkfft), ("pyvkfft.opencl", opencl), ("pyclblast", clblast)):
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(peers, "_installed", lambda distribution: "0.fake")
+
+
+def test_vkfft_and_clblast_run_on_the_opencl_device_on_its_own_arrays(monkeypatch):
+    from benchmarks.suites import gpu
+
+    if "opencl" not in hal.available_backends():
+        pytest.skip("no OpenCL device here")
+    _fake_opencl_libraries(monkeypatch)
+    peers._loaded.cache_clear()
+    try:
+        fft = measure(science.fft_peer("fft2", (16, 32), "pyvkfft"), "science", "complex64",
+                      hal.device("opencl"), TINY)
+        gemm = measure(gpu.gemm_peer("float32", "pyclblast", size=32), "gpu", "float32",
+                       hal.device("opencl"), TINY)
+    finally:
+        peers._loaded.cache_clear()
+    assert fft.status == "ok", fft.error
+    assert fft.facts["peer"] == "pyvkfft 0.fake (VkFFT, OpenCL)"
+    assert fft.facts["peer_device"].startswith("opencl:0 (")
+    assert gemm.status == "ok", gemm.error
+    assert gemm.facts["peer"] == "pyclblast 0.fake (CLBlast, OpenCL)"
