@@ -13,6 +13,14 @@ Backend class, which hal calls with no arguments:
 
     [project.entry-points."hal.backends"]
     mychip = "mychip_hal.backend:MyChipBackend"
+
+Your chip's own framework becomes a peer the benchmarks time beside hal on the same
+device with one more entry point naming a `frontends.science.peers.PeerSpec` whose
+loaders are keyed by your backend's name (docs/bring-up.md, "Your chip against its own
+native stack"):
+
+    [project.entry-points."hal.peers"]
+    mychip-native = "mychip_hal.peer:PEER"
 """
 
 from __future__ import annotations
@@ -115,6 +123,13 @@ class NullDevice(hal.Device):
     def _elapsed(self, start: float, end: float) -> float:
         """Vendor (optional): seconds between two events from _record_event (wait for `end`)."""
         return end - start
+
+    def energy_joules(self) -> float | None:
+        """Vendor (optional): your driver's energy counter of this device in joules (any
+        origin, never decreasing), or None where it cannot be read. `hal bench` reads it
+        around each measurement's samples for joules per call, watts and work per joule;
+        without it a device on host memory gets the host's RAPL counter where readable."""
+        return None
 
     def _describe(self) -> dict:
         """Vendor: facts read from the device; any of the keys name, vendor, driver_version,

@@ -32,7 +32,7 @@ from benchmarks.bandwidth import measure_host_bandwidth
 from benchmarks.isolation import PACKAGE_ROOT, DeviceRunner
 from benchmarks.peaks import HOST, in_cache, measures_peak, on_host, own_peaks, with_memory_peak
 from benchmarks.plan import BenchError, Config, Task, plan, resolve_devices
-from benchmarks.schema.environment import new_run
+from benchmarks.schema.environment import new_run, with_device_libraries
 from benchmarks.schema.files import ResultWriter, read_results
 from benchmarks.schema.lock import RunInProgress
 from benchmarks.schema.records import (
@@ -173,10 +173,12 @@ class _Recorder:
         self.writer.write_run(self.run)
 
     def opened(self, device: DeviceRecord, capabilities: dict[str, Any]) -> None:
-        """A child opened `device`: keep its capabilities (peaks live beside them) and give
-        it its memory's bandwidth peak."""
+        """A child opened `device`: keep its capabilities (peaks live beside them), give it
+        its memory's bandwidth peak, and take the library versions it names (cupy) where
+        the run record has none."""
         device.capabilities = {k: v for k, v in capabilities.items() if k != "peaks"}
         device.peaks = with_memory_peak(device.peaks, capabilities, device.name, self.host_memory)
+        self.run.libraries = with_device_libraries(self.run.libraries, capabilities)
         self.save_run()
 
     def measured(self, device: DeviceRecord, task: Task, m: Measurement) -> None:

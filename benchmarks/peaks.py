@@ -22,6 +22,7 @@ from typing import Any  # no hal here: the report layer reads these rules
 HOST = "host"  # the memory name of every device whose tensors live in host memory
 IN_CACHE = "in cache"
 ABOVE = 100.0 + 1e-6  # a peak workload's own figure is 100% up to rounding
+REAL_PART = {"complex64": "float32", "complex128": "float64"}
 _MEMORY_FIELDS = ("gbps", "memory")
 
 
@@ -72,14 +73,19 @@ def in_cache(nbytes: float | None, cache_bytes: int | None) -> bool:
 def percent_of_peak(metrics: Mapping[str, float], nbytes: float | None, dtype: str,
                     peaks: Mapping[str, Any]) -> tuple[float | None, str]:
     """(% of peak, note): of the FLOP/s peak for the dtype where the measurement has a rate
-    in FLOP/s and the device a peak for it, else of the memory's bandwidth peak. The note is
-    empty, "in cache" (no % of the memory's peak: the bytes fit in its cache) or the reason
-    a figure is above 100."""
-    peak_flops = (peaks.get("gflops") or {}).get(dtype)
+    in FLOP/s and the device a peak for it (a complex dtype without a peak of its own: of
+    its real part's, its FLOPs being real ones, which the note says), else of the memory's
+    bandwidth peak. The note is empty, "in cache" (no % of the memory's peak: the bytes fit
+    in its cache), the real dtype's peak, or the reason a figure is above 100."""
+    gflops = peaks.get("gflops") or {}
+    real = REAL_PART.get(dtype)
+    peak_flops = gflops.get(dtype) or gflops.get(real)
     if metrics.get("gflops") and peak_flops:
         pct = 100.0 * metrics["gflops"] / peak_flops
         note = ("above the best GEMM rate the peak suite measured on this device "
                 f"({peak_flops:.4g} GFLOP/s)") if pct > ABOVE else ""
+        if real and dtype not in gflops:
+            note = "; ".join(filter(None, [f"of the {real} peak (real FLOPs)", note]))
         return pct, note
     if not (metrics.get("gbps") and peaks.get("gbps")):
         return None, ""

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 import hal
+from benchmarks import energy
 from benchmarks.first_call import measure_first_call
 from benchmarks.footprint import measure_footprint
 from benchmarks.peaks import percent_of_peak
@@ -151,7 +152,8 @@ def measure(
         return record
     try:
         with hal.fallback_policy(timing.fallback):
-            record.samples, record.inner_loops = _sample(workload, device, tensors, timing)
+            record.samples, record.inner_loops, record.energy = _sample(
+                workload, device, tensors, timing)
     except Exception as exc:  # e.g. out of memory only once calls pile up
         record.status, record.error = "failed", f"while timing: {type(exc).__name__}: {exc}"
         return record
@@ -202,8 +204,9 @@ def calibrate(workload: Workload, device: hal.Device, tensors: list, sample_time
 
 def _sample(
     workload: Workload, device: hal.Device, tensors: list, timing: TimingOptions
-) -> tuple[list[float], int]:
-    """Warm up (discarded), calibrate the inner loop, then sample.
+) -> tuple[list[float], int, dict[str, Any]]:
+    """Warm up (discarded), calibrate the inner loop, then sample; the device's energy
+    counter is read around the samples (`benchmarks.energy`).
 
     At least `min_samples` are taken; more, up to `max_samples`, while within `budget`. A
     single-stream workload's samples are single calls (queries), up to `queries` of them
@@ -217,17 +220,20 @@ def _sample(
         inner = calibrate(workload, device, tensors, timing.sample_time)
         most, budget = timing.max_samples, timing.budget
     samples: list[float] = []
+    meter = energy.EnergyMeter(energy.counter_for(device))
+    counted = meter.start()
     started = time.perf_counter()
     while len(samples) < most and (
         len(samples) < timing.min_samples or time.perf_counter() - started < budget
     ):
         samples.append(_time_block(device, workload.run, tensors, workload.options, inner))
-    return samples, inner
+    return samples, inner, meter.stop(counted, len(samples) * inner)
 
 
 def derived_metrics(record: Measurement, median: float, peaks: dict[str, Any]) -> dict[str, float]:
     """GFLOP/s, GB/s, items/s and % of the device's measured peak from the median time (no
-    % of the memory's bandwidth peak for bytes that fit in its cache: `benchmarks.peaks`)."""
+    % of the memory's bandwidth peak for bytes that fit in its cache: `benchmarks.peaks`);
+    where the energy was read, joules per call, mean watts, and items and GFLOP per joule."""
     metrics: dict[str, float] = {}
     if record.flops:
         metrics["gflops"] = record.flops / median / 1e9
@@ -235,6 +241,13 @@ def derived_metrics(record: Measurement, median: float, peaks: dict[str, Any]) -
         metrics["gbps"] = record.bytes / median / 1e9
     if record.items:
         metrics["items_per_s"] = record.items / median
+    if record.energy.get("available"):
+        per_call = record.energy["joules_per_call"]
+        metrics["joules_per_call"], metrics["watts"] = per_call, record.energy["watts"]
+        if record.items:
+            metrics["items_per_joule"] = record.items / per_call
+        if record.flops:
+            metrics["gflops_per_joule"] = record.flops / per_call / 1e9
     pct, _ = percent_of_peak(metrics, record.bytes, record.dtype, peaks)
     if pct is not None:
         metrics["pct_of_peak"] = pct
@@ -255,6 +268,17 @@ def merge_peak(peaks: dict[str, Any], kind: str, record: Measurement) -> dict[st
     return {k: v for k, v in merged.items() if v}
 
 
+def pooled_energy(earlier: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
+    """The energy of two rounds of a measurement: joules, seconds and calls summed where
+    both were read, else the later round's."""
+    if not (earlier.get("available") and later.get("available")):
+        return later
+    joules, seconds = earlier["joules"] + later["joules"], earlier["seconds"] + later["seconds"]
+    calls = earlier["calls"] + later["calls"]
+    return {**later, "joules": joules, "seconds": seconds, "calls": calls,
+            "joules_per_call": joules / calls, "watts": joules / seconds}
+
+
 def merge_rounds(earlier: Measurement, later: Measurement, peaks: dict[str, Any]) -> Measurement:
     """One record of two rounds of a measurement: samples pooled, statistics recomputed.
 
@@ -268,6 +292,7 @@ def merge_rounds(earlier: Measurement, later: Measurement, peaks: dict[str, Any]
         samples=earlier.samples + later.samples,
         inner_loops=earlier.inner_loops,
         rounds=earlier.rounds + later.rounds,
+        energy=pooled_energy(earlier.energy, later.energy),
     )
     summary = summarize(merged.samples)
     merged.stats = summary.to_dict()

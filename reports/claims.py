@@ -45,10 +45,12 @@ def _figure(claim: Claim, x: float) -> str:
 
 
 def label(m: Measurement) -> str:
-    """Who measured: a peer's name and version, else hal with its mode or layout and device
+    """Who measured: a peer's name, version and the device it computed on (its facts, where
+    the run recorded them), else hal with its mode or layout and device
     (and the count of fallback calls where `hal bench --fallback` let ops run on the CPU)."""
     if "peer" in m.params:
-        return str(m.params["peer"])
+        where = m.facts.get("peer_device")
+        return f"{m.facts.get('peer', m.params['peer'])}{f' on {where}' if where else ''}"
     what = m.params.get("layout") or m.params.get("mode") or m.params.get("precision")
     fallbacks = m.placement.fallbacks if m.placement else 0
     aside = f" (CPU fallback calls: {fallbacks})" if fallbacks else ""
@@ -128,8 +130,7 @@ def _notes(claim: Claim, ms: list[Measurement], pair: tuple | None) -> list[str]
                 f"{label(m)}: {_figure(claim, value(claim, m))}, steady call peak "
                 f"{m.metrics.get('call_peak_mib', float('nan')):.4g} MiB"
             )
-        # peers are measured under the cpu backend only; elsewhere they skip by design
-        if m.status != "ok" and not ("peer" in m.params and m.backend != "cpu"):
+        if m.status != "ok":
             key = (m.status, without_device(m.error or "", m.device))
             missing.setdefault(key, []).append(m)
     notes += [_missing_note(status, reason, group) for (status, reason), group in missing.items()]
@@ -150,6 +151,23 @@ def _missing_note(status: str, reason: str, ms: list[Measurement]) -> str:
     where = "; ".join(f"{', '.join(w)} on {', '.join(on)}" for on, w in workloads.items())
     errors = {m.error or "" for m in ms}
     return f"{where} {status}: {errors.pop() if len(errors) == 1 else reason}"
+
+
+def _joules(x: float) -> str:
+    """Joules with a unit that keeps three figures readable."""
+    for unit, scale in (("J", 1.0), ("mJ", 1e-3), ("uJ", 1e-6)):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x / 1e-9:.3g} nJ"
+
+
+def _energy(base: Measurement, candidate: Measurement) -> str:
+    """Energy per call of both sides and the candidate's perf/W against the baseline's
+    (baseline joules / candidate joules), where both read their device's energy."""
+    b, c = base.metrics.get("joules_per_call"), candidate.metrics.get("joules_per_call")
+    if not (b and c):
+        return ""
+    return f"{_joules(b)} -> {_joules(c)} a call ({b / c:.2f}x perf/W)"
 
 
 def _lines_row(ms: list[Measurement]) -> dict[str, str]:
@@ -238,6 +256,7 @@ def claim_row(claim: Claim, ms: list[Measurement], completed: bool = True) -> di
         "candidate": label(candidate),
         "measured": f"{_figure(claim, b)} -> {_figure(claim, c)}",
         "ratio": f"{_ratio(claim, b, c):.2f}x",
+        "perf/W": _energy(base, candidate),
         "check": _check([base, candidate]),
         "notes": "; ".join(_notes(claim, ms, pair)),
     }
@@ -252,6 +271,7 @@ COLUMNS = [
     "candidate",
     "measured",
     "ratio",
+    "perf/W",
     "check",
     "notes",
 ]

@@ -116,15 +116,19 @@ def claims_part(inputs: Inputs, baseline: str | None) -> list[Section]:
     if table.empty:
         return []
     run = ["run"] if "run" in table else []
+    energy = ["perf/W"] if table["perf/W"].astype(bool).any() else []
     figures = [*run, "claim", "published", "published ratio", "baseline", "candidate",
-               "measured", "ratio"]
+               "measured", "ratio", *energy]
     workloads = [*run, "claim", "our workload", "check", "notes"]
     return [Section("Claims vs measured", [
         "The published claims (`benchmarks/claims.py`) beside this run's `seed` suite: the "
         "best measured candidate against its baseline (a peer named with its version, or hal "
         "on the same backend), both figures, our ratio beside the published one (>1: the "
         "candidate is better). Published figures come from other hardware: compare ratios, "
-        "not absolute figures.", table[figures],
+        "not absolute figures." + (" perf/W: the energy of a call on each side (the "
+                                   "device's counter over the samples) and how many times "
+                                   "more work per joule the candidate does." if energy
+                                   else ""), table[figures],
         "What we measure for each claim, the output checks, and the whole reason wherever a "
         "side could not be measured here:", table[workloads]])]
 
@@ -202,7 +206,9 @@ def speedup_part(inputs: Inputs, baseline: str | None) -> list[Section]:
         f"Speedup vs `{baseline}`",
         [
             "Ratio of medians (baseline time / backend time; >1 is faster than the baseline) "
-            "with a 99% bootstrap CI, and the geometric mean over workloads."
+            "with a 99% bootstrap CI, and the geometric mean over workloads; where both "
+            "sides read their device's energy, the ratio of work per joule beside it "
+            "(`perf/W`: baseline joules per call / backend joules per call)."
         ],
     )
     if long.empty:
@@ -269,7 +275,9 @@ def coverage_part(inputs: Inputs, baseline: str | None) -> list[Section]:
 
 
 def rooflines_part(inputs: Inputs, baseline: str | None) -> list[Section]:
-    """A roofline per device with measured peaks, the run's measurements on it."""
+    """A roofline per device with measured peaks, the run's measurements on it numbered
+    with a table naming each, and beside it their work per joule where the energy was
+    read."""
     frame = inputs.frame
     if frame.empty:
         return []
@@ -286,12 +294,51 @@ def rooflines_part(inputs: Inputs, baseline: str | None) -> list[Section]:
             pts = pts[
                 (pts["flops"].fillna(0) > 0) & (pts["bytes"].fillna(0) > 0) & pts["gflops"].notna()
             ]
-            if d.peaks.get("gflops") or d.peaks.get("gbps"):
-                name = _plot_file(f"roofline-{r.run.id}-{d.backend}-{d.name}", taken)
-                roof.blocks.append((name, plots.roofline(d, pts)))
+            if not (d.peaks.get("gflops") or d.peaks.get("gbps")):
+                continue
+            pts = tables.numbered_points(pts)
+            name = _plot_file(f"roofline-{r.run.id}-{d.backend}-{d.name}", taken)
+            roof.blocks.append((name, plots.roofline(d, pts)))
+            if not pts.empty:
+                roof.blocks += [f"The points of `{d.name}`'s roofline, by number:",
+                                tables.roofline_points_table(pts)]
+            read = pts[pts["gflops_per_joule"].notna()]
+            if not read.empty:
+                name = _plot_file(f"work-per-joule-{r.run.id}-{d.backend}-{d.name}", taken)
+                counter = read["energy_counter"].dropna().iloc[0]
+                roof.blocks.append((name, plots.work_per_joule(d, read, counter)))
     if not roof.blocks:
         roof.blocks.append("No measured peaks in these runs: run `hal bench --suite peak`.")
     return [roof]
+
+
+def energy_part(inputs: Inputs, baseline: str | None) -> list[Section]:
+    """Speed against energy per device where its energy counter was read (numbered points
+    with a table naming each), and why each other device has no energy figures."""
+    frame = inputs.frame
+    if frame.empty or "joules_per_call" not in frame:
+        return []
+    ok = frame[frame["status"] == "ok"]
+    section = Section("Energy", [
+        "Each measurement reads its device's energy counter around its samples (NVML's "
+        "total energy on NVIDIA GPUs, RAPL package energy on the host CPU: the whole "
+        "package, with whatever else ran on it): joules per call, mean watts, and work per "
+        "joule."])
+    taken: set[str] = set()
+    for (run, device), group in ok.groupby(["run", "device"], sort=True):
+        read = group[group["joules_per_call"].notna()]
+        if read.empty:
+            why = group["energy_why"].dropna()
+            section.blocks.append(f"`{device}` (run {run}): "
+                                  f"{why.iloc[0] if not why.empty else 'no energy recorded'}.")
+            continue
+        pts = tables.numbered_points(read)
+        counter = pts["energy_counter"].dropna().iloc[0]
+        name = _plot_file(f"energy-{run}-{device}", taken)
+        section.blocks += [(name, plots.speed_energy(device, pts, counter)),
+                           f"The points of `{device}` (run {run}; {counter}), by number:",
+                           tables.energy_points_table(pts)]
+    return [section]
 
 
 def _plot_file(label: str, taken: set[str]) -> str:
@@ -345,6 +392,7 @@ PARTS: list[Part] = [
     across_part,
     coverage_part,
     rooflines_part,
+    energy_part,
     distributions_part,
 ]
 

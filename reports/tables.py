@@ -98,6 +98,13 @@ def suite_table(frame: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def hal_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows hal measured, without the peers': a peer placed on two devices under test
+    may compute on the same hardware (numpy under cpu and under PoCL), so its ratio says
+    nothing of the backends; the suite tables and the claims compare peers with hal."""
+    return frame[frame["peer"].isna()] if "peer" in frame else frame
+
+
 def default_baseline(frame: pd.DataFrame) -> str:
     """The baseline series: `cpu` when present, else the first series alphabetically."""
     series = sorted(frame["series"].unique())
@@ -107,10 +114,11 @@ def default_baseline(frame: pd.DataFrame) -> str:
 def speedups(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Long table of speedups `median(baseline) / median(series)` per workload, with CI.
 
-    Only measurements that are `ok` on both sides are compared; without raw samples the
-    CI is left empty. `fallback` says that either side ran ops on the CPU fallback.
+    Only hal's measurements (`hal_rows`) that are `ok` on both sides are compared; without
+    raw samples the CI is left empty. `fallback` says that either side ran ops on the CPU fallback;
+    `per_joule` is the ratio of work per joule where both sides read their energy.
     """
-    ok = frame[frame["status"] == "ok"]
+    ok = hal_rows(frame[frame["status"] == "ok"])
     base = ok[ok["series"] == baseline].set_index(KEY_COLUMNS)
     rows = []
     for _, row in ok[ok["series"] != baseline].iterrows():
@@ -131,11 +139,20 @@ def speedups(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
                 ci_low=low,
                 ci_high=high,
                 fallback=bool(row["fallbacks"] or ref["fallbacks"]),
+                per_joule=_per_joule(ref, row),
             )
         )
     return pd.DataFrame(
-        rows, columns=[*KEY_COLUMNS, "series", "speedup", "ci_low", "ci_high", "fallback"]
+        rows,
+        columns=[*KEY_COLUMNS, "series", "speedup", "ci_low", "ci_high", "fallback", "per_joule"],
     )
+
+
+def _per_joule(base: pd.Series, row: pd.Series) -> float:
+    """How many times more work per joule `row` does than `base` (baseline joules per call /
+    series joules per call), NaN unless both read their device's energy."""
+    b, r = base.get("joules_per_call"), row.get("joules_per_call")
+    return b / r if b and r and not (pd.isna(b) or pd.isna(r)) else np.nan
 
 
 def _geometric_means(ratios: pd.DataFrame, columns: list[str]) -> dict[str, list[str]]:
@@ -153,14 +170,16 @@ def _geometric_means(ratios: pd.DataFrame, columns: list[str]) -> dict[str, list
 
 
 def speedup_matrix(long: pd.DataFrame) -> pd.DataFrame:
-    """Workload x series matrix of `speedup [CI]` strings with geometric-mean rows; a
-    speedup involving CPU-fallback calls is marked and has a geometric mean without it."""
+    """Workload x series matrix of `speedup [CI]` strings with geometric-mean rows, and the
+    ratio of perf/W (work per joule) beside the speedup where both sides read their energy;
+    a speedup involving CPU-fallback calls is marked and has a geometric mean without it."""
     if long.empty:
         return pd.DataFrame()
 
     def cell(r: pd.Series) -> str:
         ci = "" if pd.isna(r["ci_low"]) else f" [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
-        return f"{r['speedup']:.2f}x{ci}" + (f" {FALLBACK_MARK}" if r["fallback"] else "")
+        energy = "" if pd.isna(r.get("per_joule", np.nan)) else f"; {r['per_joule']:.2f}x perf/W"
+        return f"{r['speedup']:.2f}x{ci}{energy}" + (f" {FALLBACK_MARK}" if r["fallback"] else "")
 
     labelled = long.assign(
         workload=long["suite"]
@@ -184,9 +203,9 @@ def speedup_matrix(long: pd.DataFrame) -> pd.DataFrame:
 
 def across_table(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Suite/workload/params/dtype x series: median time and its ratio to `baseline`
-    (baseline time / series time, >1 faster), for workloads measured `ok` by two or more
-    series, with the geometric mean of each series' ratios."""
-    ok = frame[(frame["status"] == "ok") & frame["median"].notna()]
+    (baseline time / series time, >1 faster), for hal's workloads (`hal_rows`) measured
+    `ok` by two or more series, with the geometric mean of each series' ratios."""
+    ok = hal_rows(frame[(frame["status"] == "ok") & frame["median"].notna()])
     ok = ok[ok.groupby(KEY_COLUMNS)["series"].transform("nunique") >= 2]
     if ok.empty:
         return pd.DataFrame()
@@ -415,3 +434,43 @@ def conformance_failures(runs: list[ConformanceRun]) -> pd.DataFrame:
     failed = cells[cells["status"] == "fail"][["host", "backend", "device", "op", "dtype", "error"]]
     graphs = failed_graphs_frame(runs)
     return pd.concat([f for f in (failed, graphs) if not f.empty] or [failed], ignore_index=True)
+
+
+def numbered_points(points: pd.DataFrame) -> pd.DataFrame:
+    """A device's measurements in a fixed order (suite, workload, params, dtype), numbered
+    from 1 in a `number` column: the numbers its pictures draw beside the points."""
+    ordered = points.sort_values([*KEY_COLUMNS], kind="stable").reset_index(drop=True)
+    return ordered.assign(number=range(1, len(ordered) + 1))
+
+
+def roofline_points_table(points: pd.DataFrame) -> pd.DataFrame:
+    """What each numbered point of a roofline is: workload, params, dtype, intensity,
+    GFLOP/s, % of peak, and GFLOP per joule where the energy was read."""
+    table = pd.DataFrame({
+        "#": points["number"],
+        "workload": points["suite"] + "/" + points["workload"],
+        "params": points["params"],
+        "dtype": points["dtype"],
+        "FLOP/byte": (points["flops"] / points["bytes"]).map(_number),
+        "GFLOP/s": points["gflops"].map(_number),
+        "% peak": points.apply(_pct_of_peak, axis=1),
+    })
+    if "gflops_per_joule" in points and points["gflops_per_joule"].notna().any():
+        table["GFLOP/J"] = points["gflops_per_joule"].map(_number)
+    return table
+
+
+def energy_points_table(points: pd.DataFrame) -> pd.DataFrame:
+    """What each numbered point of a speed-against-energy picture is: workload, params,
+    dtype, median time, joules per call, mean watts, items and GFLOP per joule."""
+    return pd.DataFrame({
+        "#": points["number"],
+        "workload": points["suite"] + "/" + points["workload"],
+        "params": points["params"],
+        "dtype": points["dtype"],
+        "median": points["median"].map(format_seconds),
+        "J/call": points["joules_per_call"].map(_number),
+        "W": points["watts"].map(lambda v: _number(v, ".3g")),
+        "items/J": points["items_per_joule"].map(_number),
+        "GFLOP/J": points["gflops_per_joule"].map(_number),
+    })

@@ -112,6 +112,16 @@ def library_versions(
     return versions
 
 
+def with_device_libraries(libraries: dict[str, str | None],
+                          capabilities: dict[str, Any]) -> dict[str, str | None]:
+    """`libraries` with the versions an opened device names in its capabilities' extra
+    (the cuda backend's cupy) filled in where the installed distributions gave none (a
+    library on the path without its metadata)."""
+    named = {k: v for k, v in (capabilities.get("extra") or {}).items()
+             if k in libraries and isinstance(v, str)}
+    return {k: v if v is not None else named.get(k) for k, v in libraries.items()}
+
+
 def _normalized(distribution: str) -> str:
     """A distribution's name as PEP 503 compares them (cupy_cuda13x is cupy-cuda13x)."""
     return re.sub(r"[-_.]+", "-", distribution).lower()

@@ -19,7 +19,7 @@ from typing import Any
 from benchmarks.schema.validation import from_dict, type_problem
 from benchmarks.stats import Summary
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 STATUSES = ("ok", "failed", "skipped", "timeout")
 MeasurementKey = tuple[str, str, str, str, str, str]
 
@@ -95,6 +95,10 @@ class Measurement:
     `items` are the work of one call. `facts` holds what the workload reports about itself
     besides time and accuracy, by name: a count, a choice it made, a projection from a
     model (numbers or text; added in schema 1.3).
+    `energy` is what the device's energy counter read over the samples (added in schema
+    1.4, `benchmarks.energy`): `available`, the `counter`, `joules`, `seconds`, `calls`,
+    `joules_per_call` and mean `watts`, or `why` it could not be read; the metrics then
+    hold `joules_per_call`, `watts`, `items_per_joule` and `gflops_per_joule`.
     `rounds` counts the interleaved rounds whose samples the record pools.
     `fallback_policy` is the CPU-fallback policy it ran under: `error` (the default: a
     workload that needs the fallback is skipped) or `warn`/`allow` (it runs, and the
@@ -122,6 +126,7 @@ class Measurement:
     items: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     facts: dict[str, float | str] = field(default_factory=dict)
+    energy: dict[str, Any] = field(default_factory=dict)
     check: Check | None = None
     placement: Placement | None = None
     rounds: int = 1

@@ -2,7 +2,8 @@
 
 hal Taylor mode (all derivatives in one pass, O(k^2) per op) for k = 1 ... 16 and hal
 nested reverse mode (k nested VJPs, cost doubling per order) for k <= 8, on each backend
-in float64 and float32; beside them on the host (under the cpu backend only, float64)
+in float64 and float32; beside them on the host CPU (under the cpu backend and devices on
+host memory, float64)
 `jax.experimental.jet` (jitted: the warm-up compiles it) for every k and torch nested
 autograd (`create_graph=True`, one thread) for k <= 8; a peer that does not import is
 skipped with the reason. Every output is checked against the Hermite closed form; items
@@ -62,12 +63,14 @@ def peer_workload(name: str, k: int, n: int = kth.POINTS) -> Workload:
     reason where its library does not import."""
     library, _, make = PEERS[name]
 
-    def function(dtype: np.dtype):
-        peers.load(library)
+    def function(device, dtype: np.dtype):
+        if "cpu" not in peers.device_kinds(device):
+            raise peers.PeerNotHere(f"autograd-{name} is written for the host CPU; "
+                                    f"{device.name} is not on it")
         return make(k)
 
     return Workload(f"autograd-{name}", science.peer_params(library, _params(k, n)),
-                    ("float64",), _build(n), host_run(function), _reference(k),
+                    ("float64",), _build(n), host_run(function, library), _reference(k),
                     tolerance_scale=10.0, footprint=True)
 
 

@@ -5,14 +5,27 @@ points, and 2-D 1024 x 1024); elementwise bandwidth over 2^27 elements; and each
 composite (softmax, layer_norm, linear + gelu, attention) beside the same computation
 written as separate hal ops (`*_unfused`), so a backend's fusion shows as a speedup.
 Run it on one device: `hal bench --suite gpu --backend cuda`.
+
+Beside them the same GEMMs and FFTs in the device's own libraries, placed on it
+(`frontends.science.peers`): cuBLAS and cuFFT through cupy, torch and jax on an NVIDIA
+GPU, CLBlast and VkFFT on OpenCL, every vendor's `hal.peers` entry point on its chip;
+each row names the library, its version and the device.
+
+Every GEMM, FFT and bandwidth row gets its % of the device's measured peak without the
+`peak` suite: the GEMMs are the FLOP/s peaks of their dtypes (a complex FFT is held
+against its real part's, float32), and `add` the bandwidth peak of a device with memory
+of its own (on host memory, the host's measured bandwidth: `benchmarks.peaks`). The run
+record names the cupy the device ran (`libraries`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import hal
+from benchmarks.suites import science
 from benchmarks.suites.ops import (
     attention,
     elementwise,
@@ -22,6 +35,8 @@ from benchmarks.suites.ops import (
     linear_gelu,
     softmax,
 )
+from benchmarks.workload import NotMeasuredHere, Workload
+from frontends.science import peers
 
 F32 = ("float32",)
 
@@ -56,8 +71,48 @@ def _unfused(workload, run):
     return dataclasses.replace(workload, name=f"{workload.name}_unfused", run=run)
 
 
+GEMM_DTYPES = ("float32", "bfloat16", "float16")
+# The peers' GEMMs: hal's bfloat16 tensors do not cross DLPack as bfloat16 (cupy and
+# CLBlast have no such type), so the peers are timed in float32 and float16.
+PEER_GEMM_DTYPES = ("float32", "float16")
+GEMM_SIZE = 8192
+FFTS = (("fft", (4096, 1024)), ("fft2", (1024, 1024)))
+
+
+def gemm_peer(dtype: str, name: str, size: int = GEMM_SIZE) -> Workload:
+    """The suite's GEMM in peer `name` placed on the device under test (cuBLAS through cupy,
+    torch or jax; CLBlast), its data kept there; skipped where the peer would run on the
+    host CPU (a call of this size takes seconds there)."""
+    base = gemm(size, size, size, dtypes=(dtype,))
+
+    @functools.cache
+    def matmul(device: hal.Device):
+        peer = peers.place(name, device)
+        if peer.matmul is None:
+            raise peers.PeerUnavailable(f"peer {name} has no GEMM")
+        return peer.compile(peer.matmul)
+
+    def run(a: hal.Tensor, b: hal.Tensor) -> hal.Tensor:
+        peer = peers.place(name, a.device)
+        if peer.device == "host CPU":
+            raise NotMeasuredHere(f"the gpu suite times its GEMM peers on the device itself; "
+                                  f"{name} would run on the host CPU here (seconds a call)")
+        return peer.to_hal(matmul(a.device)(peer.from_hal(a), peer.from_hal(b)), a.device)
+
+    return dataclasses.replace(base, name=f"gemm[{name}]",
+                               params=science.peer_params(name, base.params), run=run,
+                               facts=science.peer_facts(name))
+
+
+def peer_workloads() -> list[Workload]:
+    """The GEMMs and FFTs in every device peer (`peers.gemm_names`, `peers.fft_names`)."""
+    out = [gemm_peer(dtype, name) for name in peers.gemm_names() for dtype in PEER_GEMM_DTYPES]
+    return out + [dataclasses.replace(science.fft_peer(kind, shape, name), dtypes=("complex64",))
+                  for name in peers.fft_names() for kind, shape in FFTS]
+
+
 def workloads() -> list:
-    """GEMM, FFT, bandwidth and fused-vs-unfused composites at GPU sizes."""
+    """GEMM, FFT, bandwidth and fused-vs-unfused composites at GPU sizes, then the peers."""
     fused = [
         softmax(8192, 4096, F32),
         layer_norm(8192, 4096, F32),
@@ -66,12 +121,12 @@ def workloads() -> list:
     ]
     runs = (_softmax_unfused, _layer_norm_unfused, _linear_unfused, _attention_unfused)
     return [
-        *(gemm(8192, 8192, 8192, dtypes=(d,), peak="gflops")
-          for d in ("float32", "bfloat16", "float16")),
-        fft("fft", (4096, 1024), ("complex64",)),
-        fft("fft2", (1024, 1024), ("complex64",)),
-        elementwise("add", 1 << 27, ("float32", "float16")),
+        *(gemm(GEMM_SIZE, GEMM_SIZE, GEMM_SIZE, dtypes=(d,), peak="gflops")
+          for d in GEMM_DTYPES),
+        *(fft(kind, shape, ("complex64",)) for kind, shape in FFTS),
+        dataclasses.replace(elementwise("add", 1 << 27, ("float32", "float16")), peak="gbps"),
         elementwise("exp", 1 << 27, F32),
         *fused,
         *(_unfused(w, run) for w, run in zip(fused, runs)),
+        *peer_workloads(),
     ]

@@ -11,14 +11,16 @@ its offline scenario (throughput); the report's "MLPerf-style" section holds bot
 - `minilm[fp32]`, `minilm[int8]` on every backend: the encoder through `hal.jit` (one
   graph; the ONNX Runtime backend runs it as one session), INT8 being
   `frontends.quant.quant_post_dynamic` (per-channel int8 weights, dynamic uint8
-  activations) of the same model. Batch 32 is measured on the cpu and onnxruntime
+  activations) of the same model. Batch 32 is measured on the cpu, onnxruntime and cuda
   backends only (`LARGE_BATCH_BACKENDS`): one call takes 5-18 s on tvm and opencl (PoCL)
   here, and a measurement makes 14 calls; elsewhere it is skipped with that reason.
 - `minilm[ort-fp32]`, `minilm[ort-int8]`: the peer, ONNX Runtime's CPU provider on the
   graph hal exports (`hal.onnx.export`, once per process and batch), INT8 by
   `onnxruntime.quantization.quantize_dynamic` (per-channel; on a CPU without VNNI the
   session widens u8 x s8 products to int16, `session.x64quantprecision`, see
-  `frontends.quant.peers`), run on the host under the cpu backend only.
+  `frontends.quant.peers`), placed on the device under test (`benchmarks.ort_peer`: the
+  CPU provider on the host CPU, the CUDA provider on an NVIDIA GPU where onnxruntime-gpu
+  is installed); its facts name the provider and where it computed.
 
 Every output is checked against a numpy FP32 forward of the same weights
 (`frontends.nn.reference`); the INT8 ones with a tolerance for quantization, and each
@@ -43,7 +45,8 @@ gathered once after the timing):
 
 - `qmatmul` on every backend (`hal.qmatmul`, uint8 x int8 -> int32, a zero point of 128,
   512^3) and `qmatmul[ort]`, the peer: ONNX Runtime's MatMulInteger in a one-node session
-  (`frontends.quant.peers.ort_matmul_integer`) on the host under the cpu backend. Work:
+  (`frontends.quant.peers.ort_matmul_integer`) on the host CPU (under the cpu backend and
+  devices on host memory). Work:
   2 M N K integer operations. Every int8 workload's params name the product form chosen
   for this CPU (`hal.ops.quant.int8_product_form`), the CPU's int8 dot-product units and
   hal's thread count (HAL_THREADS).
@@ -61,7 +64,7 @@ from pathlib import Path
 import numpy as np
 
 import hal
-from benchmarks.suites import science
+from benchmarks import ort_peer
 from benchmarks.workload import Case, NotMeasuredHere, Workload
 from frontends import nn, quant
 from frontends.nn import finetune, reference
@@ -70,7 +73,7 @@ from hal.ops.quant import INT8_DOT_FLAGS, int8_product_form
 SEQ = 128
 BATCHES = (1, 8, 32)
 LARGE_BATCH = 32
-LARGE_BATCH_BACKENDS = ("cpu", "onnxruntime")
+LARGE_BATCH_BACKENDS = ("cpu", "onnxruntime", "cuda")
 CLAIM_SAMPLES_PER_S = {"fp32": 780.0, "int8": 2300.0}
 CLAIM = (f"BERT INT8 {CLAIM_SAMPLES_PER_S['fp32']:.0f} -> {CLAIM_SAMPLES_PER_S['int8']:.0f} "
          f"samples/s ({CLAIM_SAMPLES_PER_S['int8'] / CLAIM_SAMPLES_PER_S['fp32']:.2f}x) at 99.2% "
@@ -182,10 +185,11 @@ def export_minilm(path, sentence_encoder, ids: np.ndarray, mask: np.ndarray) -> 
     return Path(path)
 
 
-def ort_sessions(ids: np.ndarray, mask: np.ndarray, variants: dict[str, dict]) -> dict:
-    """ONNX Runtime CPU sessions of hal's exported FP32 MiniLM for inputs shaped like ids and
-    mask, by variant: {"per_channel": bool} quantizes it with quantize_dynamic, {} keeps it
-    FP32; "exact_int8" passes on to `quant.peers.ort_session`."""
+def ort_sessions(ids: np.ndarray, mask: np.ndarray, variants: dict[str, dict],
+                 provider: str = ort_peer.CPU) -> dict:
+    """ONNX Runtime sessions (on `provider`) of hal's exported FP32 MiniLM for inputs shaped
+    like ids and mask, by variant: {"per_channel": bool} quantizes it with quantize_dynamic,
+    {} keeps it FP32; "exact_int8" passes on to `quant.peers.ort_session`."""
     sessions = {}
     with tempfile.TemporaryDirectory(prefix="hal-int8-") as directory:
         fp32 = export_minilm(Path(directory) / "fp32.onnx", model(hal.device("cpu")),
@@ -198,26 +202,35 @@ def ort_sessions(ids: np.ndarray, mask: np.ndarray, variants: dict[str, dict]) -
                     fp32, Path(directory) / f"int8-per-channel-{per_channel}.onnx",
                     per_channel=per_channel)
             sessions[name] = quant.peers.ort_session(files[per_channel],
-                                                     exact_int8=variant.get("exact_int8"))
+                                                     exact_int8=variant.get("exact_int8"),
+                                                     provider=provider)
     return sessions
 
 
 @functools.cache
-def _ort_sessions(batch: int) -> dict:
-    """ONNX Runtime CPU sessions {"fp32", "int8"} of hal's exported MiniLM at (batch, SEQ)."""
+def _ort_sessions(batch: int, provider: str) -> dict:
+    """ONNX Runtime sessions {"fp32", "int8"} of hal's exported MiniLM at (batch, SEQ) on
+    `provider`."""
     t = tokens(batch)
     return ort_sessions(t["input_ids"], t["attention_mask"],
-                        {"fp32": {}, "int8": {"per_channel": True}})
+                        {"fp32": {}, "int8": {"per_channel": True}}, provider)
 
 
 def _ort_run(precision: str):
+    """ONNX Runtime's session on the device under test (`ort_peer.provider`): host inputs
+    (the token ids) in, the embeddings out to the host."""
+
     def run(ids: hal.Tensor, mask: hal.Tensor) -> hal.Tensor:
-        science.on_host(ids.device)
-        session = _ort_sessions(ids.shape[0])[precision]
+        session = _ort_sessions(ids.shape[0], ort_peer.provider(ids.device))[precision]
         out = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0]
-        return hal.asarray(out, device=ids.device)
+        return hal.asarray(out)
 
     return run
+
+
+def _ort_facts(retention: bool, ids: hal.Tensor, mask: hal.Tensor) -> dict[str, float | str]:
+    """ORT's provider and where it computed (`ort_peer.facts`), and its retention if asked."""
+    return {**ort_peer.facts(ids.device), **(_ort_retention() if retention else {})}
 
 
 def ort_label() -> str:
@@ -394,7 +407,7 @@ def _qmatmul(a: hal.Tensor, b: hal.Tensor) -> hal.Tensor:
 
 
 def _ort_qmatmul(a: hal.Tensor, b: hal.Tensor) -> hal.Tensor:
-    science.on_host(a.device)
+    ort_peer.on_host_cpu(a.device, "ONNX Runtime's MatMulInteger in this CPU's product form")
     out = quant.peers.ort_matmul_integer(a.numpy(), b.numpy(), QMATMUL_A_ZERO)
     return hal.asarray(out, device=a.device)
 
@@ -437,8 +450,8 @@ def workloads() -> list[Workload]:
             peer.pop("backends", None)
             if precision == "int8":
                 peer.update(int8_params(), ort_x64quantprecision=not quant.peers.has_vnni())
-            facts = (lambda ids, mask: _ort_retention()) if (
-                batch == FACTS_BATCH and precision == "int8") else None
+            retention = batch == FACTS_BATCH and precision == "int8"
+            facts = functools.partial(_ort_facts, retention)
             out.append(Workload(f"minilm[ort-{precision}]", peer, ("float32",), _build(batch),
                                 _ort_run(precision), embeddings_reference,
                                 tolerance_scale=scale, quality=cosine_quality, facts=facts,

@@ -4,9 +4,12 @@ Each case is a hal workload `<case>[eager]` and `<case>[jit]` (params carry the 
 run on every backend (a backend without an op the case needs, such as TVM for complex
 data and FFTs, is skipped with the reason), and the same algorithm in the peers
 `<case>[numpy]` (vectorised numpy), `<case>[jax]` (jax.jit) and `<case>[torch]`
-(torch.compile), measured on the host under the cpu backend only; a peer that does not
-import is skipped with the reason. Jitted functions are built once per (device, dtype),
-so the timing measures replay, not tracing.
+(torch.compile), placed on the device under test where the peer runs there
+(`peers.place`: torch and jax on a CUDA GPU too; numpy on the host CPU, which is the
+device of the cpu backend and of host-memory devices such as PoCL); elsewhere, or where
+a peer does not import, skipped with the reason. A peer's function takes host arrays and
+gives a host array back (on a GPU the two copies are in its time). Jitted functions are
+built once per (device, dtype), so the timing measures replay, not tracing.
 
 Cases, each checked against its reference before timing:
 - `kdv_kt`: 200 ETDRK4 steps of the Kassam-Trefethen KdV problem (N=256, float64; the
@@ -52,7 +55,8 @@ from frontends.science import navier_stokes as ns
 
 MODES = {"eager": lambda fn: fn, "jit": hal.jit}
 UNCAPTURED = "jit-uncaptured"  # hal.jit(capture=False): the replay a device graph replaces
-PEER_MODES = {"numpy": "numpy", "jax": "jax.jit", "torch": "torch.compile"}
+PEER_MODES = {"numpy": "numpy", "jax": "jax.jit", "torch": "torch.compile", "cupy": "cupy"}
+PEERS = ("numpy", "jax", "torch")  # every case's; the solvers' cases also run in cupy
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,9 @@ class JitCase:
 
     `make(device, dtype, compile)` returns the hal function of device tensors, with its
     step (or whole body) passed through `compile` (identity or hal.jit); `dtype` is the
-    first input's. `peer(name, dtype)` returns the peer's function of host arrays
-    (numpy dtype of the first input), compiled once; a case without peers has none.
+    first input's. `peer(name, dtype, device)` returns the function of host arrays of peer
+    `name` placed on the device under test (numpy dtype of the first input), compiled
+    once; a case without peers has none.
     """
 
     name: str
@@ -75,7 +80,7 @@ class JitCase:
     tolerance_scale: float = 1.0
     uncaptured: bool = False  # also `<name>[jit-uncaptured]` where the backend captures
 
-    def workloads(self, peer_names=tuple(PEER_MODES)) -> list[Workload]:
+    def workloads(self, peer_names=PEERS) -> list[Workload]:
         """`<name>[eager]`, `<name>[jit]`, `<name>[jit-uncaptured]` if the case asks for
         it, then `<name>[<peer>]` for each peer."""
         out = [self.hal_workload(mode) for mode in MODES]
@@ -116,25 +121,32 @@ class JitCase:
     def peer_workload(self, name: str) -> Workload:
         """The peer `name` (a key of PEER_MODES) on the host."""
         params = science.peer_params(name, {**self.params, "mode": PEER_MODES[name]})
-        return self.workload(name, params, host_run(lambda dtype: self.peer(name, dtype)))
+        run = host_run(lambda device, dtype: self.peer(name, dtype, device), name)
+        return replace(self.workload(name, params, run), facts=science.peer_facts(name))
 
 
-def host_run(make: Callable[[np.dtype], Callable]) -> Callable[..., hal.Tensor]:
-    """A workload's run that computes on host arrays with `make(dtype)`'s function (built
-    once per dtype of the first input), under the cpu backend only."""
+def host_run(make: Callable[[hal.Device, np.dtype], Callable],
+             peer: str = "numpy") -> Callable[..., hal.Tensor]:
+    """A workload's run that computes with `make(device, dtype)`'s function of host arrays
+    (built once per device under test and dtype of the first input) where the library
+    `peer` runs on that device (`peers.place`); skipped with the reason elsewhere. A device
+    peer's function takes its inputs from the host and gives its output back: the copies
+    are in its time."""
     made = functools.cache(make)
 
     def run(*tensors: hal.Tensor) -> hal.Tensor:
-        science.on_host(tensors[0].device)
+        device = tensors[0].device
+        peers.place(peer, device)
         arrays = [t.numpy() for t in tensors]
-        return hal.asarray(np.asarray(made(arrays[0].dtype)(*arrays)), device=tensors[0].device)
+        return hal.asarray(np.asarray(made(device, arrays[0].dtype)(*arrays)))
 
     return run
 
 
-def compiling_peer(name: str) -> peers.Peer:
-    """Peer `name` whose `compile` is its compiler: identity (numpy), jax.jit, torch.compile."""
-    peer = peers.load(name)
+def compiling_peer(name: str, device: hal.Device) -> peers.Peer:
+    """Peer `name` on `device` whose `compile` is its compiler: identity (numpy, cupy),
+    jax.jit, torch.compile."""
+    peer = peers.place(name, device)
     if name == "torch":
         import torch
 
@@ -159,8 +171,8 @@ def kdv_case(steps: int = science.KDV_STEPS) -> JitCase:
 
         return run
 
-    def peer(name, dtype):
-        return kdv.peer_runner(compiling_peer(name), problem, dtype, steps)
+    def peer(name, dtype, device):
+        return kdv.peer_runner(compiling_peer(name, device), problem, dtype, steps)
 
     # the max-norm error limit is 1e-6 in float64 (the published figure)
     params = {"N": problem.n, "steps": steps, "dt": problem.dt,
@@ -205,8 +217,8 @@ def ns_case(n: int = 256, steps: int = 5) -> JitCase:
         step = compile(lambda w: ns.if_rk4_step(hal.fft, s.coeffs, w, s.dt, n))
         return functools.partial(_loop, step, steps)
 
-    def peer(name, dtype):
-        p = compiling_peer(name)
+    def peer(name, dtype, device):
+        p = compiling_peer(name, device)
         step = solver(real(dtype), "cpu").peer_step(p)
         return lambda w: p.numpy(_loop(step, steps, p.asarray(w)))
 
@@ -265,10 +277,10 @@ def taylor_case(k: int, n: int = kth.POINTS) -> JitCase:
     def make(device, dtype, compile):
         return compile(kth.hal_kth("taylor", k))
 
-    def peer(name, dtype):
+    def peer(name, dtype, device):
         if name == "numpy":
             return lambda x: taylor_numpy(x, k)
-        peers.load(name)  # not installed: skipped with that reason
+        peers.place(name, device)  # not installed: skipped with that reason
         if name == "jax":
             return kth.jax_kth(k)
         raise hal.UnsupportedOp(
@@ -367,8 +379,8 @@ def transformer_case(batch: int = 8, tokens: int = 128, width: int = 256,
     def make(device, dtype, compile):
         return compile(functools.partial(block_hal, heads=heads))
 
-    def peer(name, dtype):
-        p = compiling_peer(name)
+    def peer(name, dtype, device):
+        p = compiling_peer(name, device)
         if name == "torch":
             fn = p.compile(functools.partial(block_torch, heads=heads))
         elif name == "jax":
@@ -402,8 +414,8 @@ def fft_case(batch: int = 64, n: int = 1024) -> JitCase:
     def make(device, dtype, compile):
         return compile(functools.partial(fft_pipeline, hal.fft))
 
-    def peer(name, dtype):
-        p = compiling_peer(name)
+    def peer(name, dtype, device):
+        p = compiling_peer(name, device)
         fn = p.compile(functools.partial(fft_pipeline, p.fft))
         return lambda x, h: p.numpy(fn(p.asarray(x), p.asarray(h)))
 
@@ -444,14 +456,14 @@ def chain_case(ops: int = 200, size: int = 8) -> JitCase:
 
     return JitCase("chain", {"ops": ops, "elements": size}, ("float64",), build,
                    lambda a, b: chain(a, b, ops), make,
-                   lambda name, dtype: lambda a, b: chain(a, b, ops))
+                   lambda name, dtype, device: lambda a, b: chain(a, b, ops))
 
 
 def chain_workloads(case: JitCase) -> list[Workload]:
     """The chain eager and jitted, in numpy allocating, and in numpy into buffers."""
     params = science.peer_params("numpy", {**case.params, "mode": "numpy into out="})
     into = case.workload("numpy-out", params, host_run(
-        lambda dtype: chain_into_buffers(case.params["ops"], case.params["elements"])))
+        lambda device, dtype: chain_into_buffers(case.params["ops"], case.params["elements"])))
     return [*case.workloads(("numpy",)), into]
 
 

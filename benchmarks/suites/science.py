@@ -2,10 +2,14 @@
 domain decomposition over MPI ranks.
 
 Every hal workload runs on every backend unless it says otherwise. The same algorithm in
-each peer library (numpy, scipy.fft, pyfftw, torch, jax; `frontends.science.peers`) is a
-workload named `<workload>[<peer>]` whose params carry the peer's version; peers compute
-on the host, so they are measured under the cpu backend and skipped elsewhere, and a peer
-that does not import is skipped with the reason.
+each peer library (numpy, scipy.fft, pyfftw, torch, jax, cupy; the FFTs also in VkFFT
+and every vendor's `hal.peers` entry point; `frontends.science.peers`) is a workload named
+`<workload>[<peer>]` whose params carry the peer's version. A peer is placed on the device
+under test where it runs there (`peers.place`: numpy, scipy, pyfftw on the host CPU, which
+the cpu backend and host-memory devices such as PoCL compute on; torch, jax and cupy
+calling cuFFT on a CUDA GPU; VkFFT on an OpenCL device); its facts name its build and the
+device it computed on. Elsewhere, or where it does not import, it is skipped with the
+reason (and how to install it).
 
 - `dispatch_floor[multiply|fft]`: one op on an 8 x 8 array, the fixed cost of a call on
   a backend; the report prices each workload's ops (from its placement) with it and
@@ -57,12 +61,14 @@ NS_VISCOSITY, NS_DT = 1e-3, 1e-3
 ON_CPU = ("cpu",)
 
 
-def on_host(device) -> None:
-    """Peers compute on the host: measure them once, under the cpu backend."""
-    if device.backend.name != "cpu":
-        raise hal.UnsupportedOp(
-            f"peers run on the host; they are measured under the cpu backend, not {device.name}"
-        )
+def peer_facts(name: str):
+    """A peer workload's facts: the peer with its build and the device it computed on."""
+
+    def facts(*tensors: hal.Tensor, **options) -> dict[str, str]:
+        peer = peers.place(name, tensors[0].device)
+        return {"peer": peer.label, "peer_device": peer.device}
+
+    return facts
 
 
 def peer_params(name: str, params: dict) -> dict:
@@ -72,26 +78,26 @@ def peer_params(name: str, params: dict) -> dict:
 
 # -- FFT ------------------------------------------------------------------------------
 def fft_peer(kind: str, shape: tuple[int, ...], name: str) -> Workload:
-    """ops.fft's transform computed by a peer library (jitted once for jax)."""
+    """ops.fft's transform computed by a peer library placed on the device under test
+    (`peers.place`; jitted once for jax): a device peer takes hal's tensor and gives its
+    result through DLPack (no copy through the host inside the time)."""
     base = ops.fft(kind, shape)
-    transform = functools.cache(lambda: peers.load(name).compile(getattr(peers.load(name).fft,
-                                                                         kind)))
+
+    @functools.cache
+    def transform(device: hal.Device):
+        peer = peers.place(name, device)
+        fn = getattr(peer.fft, kind, None)
+        if fn is None:
+            raise peers.PeerUnavailable(f"peer {name} has no {kind}")
+        return peer.compile(fn)
 
     def run(x: hal.Tensor) -> hal.Tensor:
-        on_host(x.device)
-        peer = peers.load(name)
-        return hal.asarray(peer.numpy(transform()(peer.asarray(x.numpy()))))
+        peer = peers.place(name, x.device)
+        return peer.to_hal(transform(x.device)(peer.from_hal(x)), x.device)
 
-    params = peer_params(name, base.params)
-    return Workload(
-        f"{kind}[{name}]",
-        params,
-        base.dtypes,
-        base.build,
-        run,
-        base.reference,
-        tolerance_scale=base.tolerance_scale,
-    )
+    return Workload(f"{kind}[{name}]", peer_params(name, base.params), base.dtypes, base.build,
+                    run, base.reference, tolerance_scale=base.tolerance_scale,
+                    facts=peer_facts(name))
 
 
 def fft_plan_peer(kind: str, shape: tuple[int, ...]) -> Workload:
@@ -111,12 +117,13 @@ def fft_plan_peer(kind: str, shape: tuple[int, ...]) -> Workload:
                            flags=("FFTW_MEASURE",), threads=1)
 
     def run(x: hal.Tensor) -> hal.Tensor:
-        on_host(x.device)
+        peers.place("pyfftw", x.device)  # FFTW runs on the host CPU
         return hal.asarray(plan(x.dtype)(x.numpy()))
 
     params = {**base.params, "peer": f"{peers.version_label('pyfftw')} (one FFTW plan)"}
     return Workload(f"{kind}[pyfftw_plan]", params, base.dtypes, base.build, run,
-                    base.reference, tolerance_scale=base.tolerance_scale)
+                    base.reference, tolerance_scale=base.tolerance_scale,
+                    facts=peer_facts("pyfftw"))
 
 
 # -- the floor ------------------------------------------------------------------------
@@ -165,14 +172,13 @@ def kdv_workloads(steps: int = KDV_STEPS, name: str | None = None,
             return kdv.KdVSolver(problem, dtype, device)
 
         @functools.cache
-        def runner(dtype=dtype):
-            return kdv.peer_runner(peers.load(name), problem, dtype, steps)
+        def runner(device, dtype=dtype):
+            return kdv.peer_runner(peers.place(name, device), problem, dtype, steps)
 
         def run(u0: hal.Tensor, solver=solver, runner=runner) -> hal.Tensor:
             if name is None:
                 return solver(u0.device).run(steps, u0)
-            on_host(u0.device)
-            return hal.asarray(runner()(u0.numpy()))
+            return hal.asarray(runner(u0.device)(u0.numpy()))
 
         out.append(
             Workload(
@@ -183,6 +189,7 @@ def kdv_workloads(steps: int = KDV_STEPS, name: str | None = None,
                 run,
                 lambda u0: problem.exact(problem.t_end),
                 tolerance_scale=scale,
+                facts=None if name is None else peer_facts(name),
             )
         )
     return out
@@ -223,22 +230,19 @@ def ns_workload(n: int, steps: int, name: str | None = None) -> Workload:
 
     solvers = functools.cache(lambda device, dtype: _ns_solver(n, dtype, device))
     steppers = functools.cache(
-        lambda dtype: peers.load(name).compile(
-            _ns_solver(n, dtype, "cpu").peer_step(peers.load(name))
-        )
+        lambda device, dtype: _ns_solver(n, dtype, "cpu").peer_step(peers.place(name, device))
     )
 
     def run(state: hal.Tensor) -> hal.Tensor:
         real = "float32" if state.dtype == hal.complex64 else "float64"
         if name is None:
             return solvers(state.device, real).run(state, steps)
-        on_host(state.device)
-        peer = peers.load(name)
-        step = steppers(real)
-        x = peer.asarray(state.numpy())
+        peer = peers.place(name, state.device)
+        step = steppers(state.device, real)
+        x = peer.from_hal(state)
         for _ in range(steps):
             x = step(x)
-        return hal.asarray(peer.numpy(x))
+        return peer.to_hal(x, state.device)
 
     def reference(state: np.ndarray) -> np.ndarray:
         solver, numpy = _ns_solver(n, "float64", "cpu"), peers.load("numpy")
@@ -251,7 +255,8 @@ def ns_workload(n: int, steps: int, name: str | None = None) -> Workload:
     label = "navier_stokes" if name is None else f"navier_stokes[{name}]"
     if name is not None:
         params = peer_params(name, params)
-    return Workload(label, params, REALS, build, run, reference)
+    facts = None if name is None else peer_facts(name)
+    return Workload(label, params, REALS, build, run, reference, facts=facts)
 
 
 # -- multigrid ------------------------------------------------------------------------
@@ -408,8 +413,9 @@ def workloads() -> list[Workload]:
     out += memory_workloads()
     out += [mpi_workload(case, ranks) for case in MPI_CASES for ranks in MPI_RANKS]
     out += [fft_plan_peer(kind, shape) for kind, shape in FFT_CASES]
+    out += [fft_peer(kind, shape, name) for name in peers.fft_names()
+            for kind, shape in FFT_CASES]
     for name in peers.NAMES:
-        out += [fft_peer(kind, shape, name) for kind, shape in FFT_CASES]
         out += kdv_workloads(name=name)
         out += [ns_workload(256, 5, name), ns_workload(1024, 1, name)]
     return out + kdv_more_workloads("numpy")

@@ -7,12 +7,19 @@ measured" section pairs them); most are the other suites' workloads at the claim
   ONNX Runtime's FP32 and quantize_dynamic INT8 as the peer; the cosine to the FP32
   reference is the accuracy check.
 - `pde_3rd_order`: the full Kassam-Trefethen KdV solve (39,322 ETDRK4 steps; the jit
-  suite's case) by hal.jit against jax.jit, torch.compile and numpy. The solve is
+  suite's case) by hal.jit against jax.jit, torch.compile, cupy and numpy. The solve is
   dispatch-bound: a call is ~18 s on opencl here (450 us a step against 70 on cpu), and
-  a measurement is a dozen calls, so hal's side runs on the cpu backend only (the jit
-  suite measures 200 steps everywhere).
+  a measurement is a dozen calls, so hal's side runs on the cpu backend and on cuda,
+  where the jitted step replays as one CUDA graph (39 us a step on an H200: 1.5 s a
+  call); the jit suite measures 200 steps everywhere.
 - `complex_fft`: a 1024 x 1024 complex64 fft2; `parallel_fft`: 1024 batched 1024-point
-  complex64 ffts (per transform), against numpy, scipy.fft, pyfftw, torch and jax.
+  complex64 ffts (per transform), against numpy, scipy.fft, pyfftw, torch, jax, cupy
+  (cuFFT), pyvkfft (VkFFT) and every vendor's `hal.peers` entry point.
+
+Every peer is placed on the device under test where it runs there (`frontends.science.
+peers.place`, `benchmarks.ort_peer`): `hal bench --suite seed --backend cuda:0` times
+torch, jax and cupy on the GPU and ORT's CUDA provider, `--backend cpu` (or a device on
+host memory such as PoCL) the host libraries; a row not measured says why.
 - `parallel_code` and `utilisation`: the parallel suite's LM steps on 2 MPI ranks; the
   tensor-parallel step records the code lines that differ from the single-device training
   script with annotations and with Megatron's split written by hand; naive data parallel
@@ -21,8 +28,9 @@ measured" section pairs them); most are the other suites' workloads at the claim
 - `pde_memory`: 5 IF-RK4 steps of 2-D Navier-Stokes 1024^2 in hal (eager and hal.jit) and
   the peers, each with the peak resident memory of a call in a fresh process.
 
-A peer that is not installed is skipped with the reason (`pip install -e ".[seed-peers]"`
-brings jax and pyfftw; torch is left to the user).
+A peer that is not installed is skipped with the reason and how to install it
+(`pip install -e ".[seed-peers]"` brings jax and pyfftw; torch, cupy and pyvkfft are left
+to the user).
 """
 
 from __future__ import annotations
@@ -36,12 +44,11 @@ from benchmarks.suites import int8, jit, ops, parallel, science
 from benchmarks.workload import Case, NotMeasuredHere, Workload, only_on
 from frontends.parallel import planner
 from frontends.parallel.training_scripts import annotation_lines
-from frontends.science import kdv
+from frontends.science import kdv, peers
 
 KDV_FULL_STEPS = round(kdv.KASSAM_TREFETHEN.t_end / kdv.KASSAM_TREFETHEN.dt)
-KDV_BACKENDS = ("cpu",)
-FFT_PEERS = ("numpy", "scipy", "pyfftw", "torch", "jax")
-PDE_PEERS = ("numpy", "jax", "torch")
+KDV_BACKENDS = ("cpu", "cuda")
+PDE_PEERS = ("numpy", "jax", "torch", "cupy")
 PROJECTION_GPUS = 1024
 
 
@@ -63,8 +70,8 @@ def pde_3rd_order() -> list[Workload]:
     """The full KdV solve: hal.jit on cpu, and the compiling peers."""
     hal_jit, *peer_workloads = jit.kdv_case(KDV_FULL_STEPS).workloads(PDE_PEERS)[1:]
     why = (f"the full solve is {KDV_FULL_STEPS} dispatch-bound steps, a dozen calls take "
-           "minutes where each step launches its kernels one by one; the jit suite times "
-           "200 steps on every backend")
+           "minutes where each step launches its kernels one by one (cuda replays the step "
+           "as one CUDA graph); the jit suite times 200 steps on every backend")
     out = [tagged(only_on(hal_jit, KDV_BACKENDS, why), "pde_3rd_order", "candidate")]
     return out + [tagged(w, "pde_3rd_order", "baseline") for w in peer_workloads]
 
@@ -74,7 +81,7 @@ def fft_claim(claim: str, kind: str, shape: tuple[int, ...]) -> list[Workload]:
     c64 = ("complex64",)
     out = [tagged(ops.fft(kind, shape, dtypes=c64), claim, "candidate")]
     return out + [tagged(science.fft_peer(kind, shape, name), claim, "baseline", dtypes=c64)
-                  for name in FFT_PEERS]
+                  for name in peers.fft_names()]
 
 
 def parallel_training() -> list[Workload]:

@@ -6,8 +6,9 @@ float baseline), linear + bias + tanh-GELU 512^3 as one kernel, uint8 x int8 -> 
 qmatmul 512^3 and the dynamic-quantized linear 512^3. On a TVM device a workload runs
 its tuned kernel where `hal tune` has tuned that shape (the device's capabilities record
 the tuning runs, with their trials and seconds), and `<workload>[untuned]` runs the same
-kernel with the default schedule. Peers compute on the host and are measured under the
-cpu backend: numpy written naively (`y**3`) and well (in place, `y*y*y`) for the fused
+kernel with the default schedule. Peers compute on the host CPU and are measured where
+the device under test is on it (the cpu backend, TVM's llvm target, PoCL): numpy written
+naively (`y**3`) and well (in place, `y*y*y`) for the fused
 layer, and ONNX Runtime's MatMulInteger and DynamicQuantizeMatMul for the int8 ones.
 Work: 2 M N K operations per call (FLOPs for floats, integer ops for int8).
 """
@@ -20,10 +21,12 @@ import math
 import numpy as np
 
 import hal
+from benchmarks import ort_peer
 from benchmarks.workload import Case, Workload, random_array
 
 F32 = ("float32",)
 SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+ORT_CPU = "ONNX Runtime's CPU provider"
 
 
 def _gemm_case(m, n, k):
@@ -78,15 +81,12 @@ def _untuned(run):
     return untuned
 
 
-def _on_host(device) -> None:
-    if device.backend.name != "cpu":
-        raise hal.UnsupportedOp(
-            f"peers run on the host; they are measured under the cpu backend, not {device.name}")
+def _host_peer(fn, what: str):
+    """A peer written for the host CPU: run where the device under test is on it (the cpu
+    backend, TVM's llvm target, PoCL), skipped with the reason elsewhere."""
 
-
-def _host_peer(fn):
     def run(*tensors):
-        _on_host(tensors[0].device)
+        ort_peer.on_host_cpu(tensors[0].device, what)
         return hal.asarray(fn(*(t.numpy() for t in tensors)))
 
     return run
@@ -200,9 +200,9 @@ def workloads() -> list[Workload]:
         Workload("linear_gelu[untuned]", params, F32, _linear_case(m, n, k),
                  _untuned(linear), _gelu_reference),
         Workload("linear_gelu[numpy-naive]", {**params, "peer": f"numpy {np.__version__}"},
-                 F32, _linear_case(m, n, k), _host_peer(_gelu_naive), _gelu_reference),
+                 F32, _linear_case(m, n, k), _host_peer(_gelu_naive, "numpy"), _gelu_reference),
         Workload("linear_gelu[numpy-well]", {**params, "peer": f"numpy {np.__version__}"},
-                 F32, _linear_case(m, n, k), _host_peer(_gelu_well), _gelu_reference),
+                 F32, _linear_case(m, n, k), _host_peer(_gelu_well, "numpy"), _gelu_reference),
     ]
     qparams = {"M": m, "N": n, "K": k, "a": "uint8", "b": "int8", "a_zero_point": 128}
     out += [
@@ -211,7 +211,8 @@ def workloads() -> list[Workload]:
         Workload("qmatmul[untuned]", qparams, ("uint8",), _qmatmul_case(m, n, k),
                  _untuned(_qmatmul), _qmatmul_reference),
         Workload("qmatmul[onnxruntime]", {**qparams, "peer": _ort_version()}, ("uint8",),
-                 _qmatmul_case(m, n, k), _host_peer(_ort_qmatmul), _qmatmul_reference),
+                 _qmatmul_case(m, n, k), _host_peer(_ort_qmatmul, ORT_CPU),
+                 _qmatmul_reference),
     ]
     lparams = {"M": m, "N": n, "K": k, "weight": "int8 per-channel"}
     reference = _quantized_linear_reference
@@ -221,7 +222,7 @@ def workloads() -> list[Workload]:
         Workload("quantized_linear[untuned]", lparams, F32, _quantized_linear_case(m, n, k),
                  _untuned(hal.nn.quantized_linear), reference, tolerance_scale=100.0),
         Workload("quantized_linear[onnxruntime]", {**lparams, "peer": _ort_version()}, F32,
-                 _quantized_linear_case(m, n, k), _host_peer(_ort_quantized_linear),
+                 _quantized_linear_case(m, n, k), _host_peer(_ort_quantized_linear, ORT_CPU),
                  reference, tolerance_scale=100.0),
     ]
     return out

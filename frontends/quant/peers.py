@@ -60,9 +60,11 @@ def has_vnni() -> bool:
     return quant.int8_product_form() == quant.U8S8
 
 
-def ort_session(path: str | Path, threads: int | None = None, exact_int8: bool | None = None):
-    """An onnxruntime.InferenceSession of an ONNX file on the CPU, with `threads` intra-op
-    threads (default: hal.settings.threads, HAL_THREADS).
+def ort_session(path: str | Path, threads: int | None = None, exact_int8: bool | None = None,
+                provider: str = "CPUExecutionProvider"):
+    """An onnxruntime.InferenceSession of an ONNX file on `provider` (the CPU's by default;
+    the CPU's is kept as the fallback of another), with `threads` intra-op threads
+    (default: hal.settings.threads, HAL_THREADS).
 
     Without VNNI, ORT's u8 x s8 GEMM (vpmaddubsw) saturates pairs of products in int16 and
     gives wrong int8 results (errors of ~0.7 on a 384 -> 1536 layer whose outputs are ~1);
@@ -77,7 +79,8 @@ def ort_session(path: str | Path, threads: int | None = None, exact_int8: bool |
     if exact:
         options.add_session_config_entry("session.x64quantprecision", "1")
     try:
-        return ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+        providers = list(dict.fromkeys([provider, "CPUExecutionProvider"]))
+        return ort.InferenceSession(str(source), options, providers=providers)
     except Exception as e:  # ORT's own exception types are not importable by one name
         raise HalError(f"ort_session: ONNX Runtime could not load {source}: "
                        f"{type(e).__name__}: {e}") from e

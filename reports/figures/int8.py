@@ -71,8 +71,13 @@ def _seq(ms: list[Measurement]) -> str:
 
 
 def _runtime(m: Measurement) -> str:
-    """hal with its device, or the peer with its version."""
-    return f"ONNX Runtime peer ({m.params['peer']})" if "peer" in m.params else f"hal {m.device}"
+    """hal with its device, or the peer with its version (and its provider and device,
+    where the record names them)."""
+    if "peer" not in m.params:
+        return f"hal {m.device}"
+    where = m.facts.get("peer_device")  # the provider and where it ran, where recorded
+    return f"ONNX Runtime peer ({m.facts.get('peer', m.params['peer'])}" + (
+        f" on {where})" if where else ")")
 
 
 def _precision(m: Measurement) -> str:

@@ -43,9 +43,9 @@ def _blocks(ms: list[Measurement]) -> list[Block]:
     peers = jit_against_peers(ms)
     if not peers.empty:
         labels = sorted({str(m.params["peer"]) for m in ms if "peer" in m.params})
-        blocks += ["`hal.jit` on the cpu backend against the same algorithm in the peers "
-                   "(on the host): median time per call; hal.jit/peer below 1 is hal.jit "
-                   f"faster. Peers: {', '.join(labels)}.", peers]
+        blocks += ["`hal.jit` on each device against the same algorithm in the peers placed "
+                   "on it (`frontends.science.peers`): median time per call; hal.jit/peer "
+                   f"below 1 is hal.jit faster. Peers: {', '.join(labels)}.", peers]
     kdv = kdv_solve(ms)
     if not kdv.empty:
         blocks += ["The Kassam-Trefethen KdV problem (N=256, float64): time per ETDRK4 step, "
@@ -98,20 +98,22 @@ def eager_against_jit(ms: list[Measurement]) -> pd.DataFrame:
 
 
 def jit_against_peers(ms: list[Measurement]) -> pd.DataFrame:
-    """Case: hal.jit on cpu, each peer's median and hal.jit/peer."""
+    """Case and device: hal.jit, each peer placed on the same device under test, and
+    hal.jit/peer."""
     peers: dict[tuple, dict[str, Measurement]] = {}
     for m in ms:
         if "peer" in m.params:
-            peers.setdefault((case_and_label(m)[0], params_text(m, WHO), m.dtype),
+            peers.setdefault((case_and_label(m)[0], params_text(m, WHO), m.dtype, m.device),
                              {})[str(m.params.get("mode", case_and_label(m)[1]))] = m
     modes = sorted({mode for found in peers.values() for mode in found})
     rows = []
-    for (case, params, dtype, backend, _), found in sorted(_hal_rows(ms).items()):
-        theirs = peers.get((case, params, dtype))
-        if backend != "cpu" or "jit" not in found or not theirs:
+    for (case, params, dtype, _, device), found in sorted(_hal_rows(ms).items()):
+        theirs = peers.get((case, params, dtype, device))
+        if "jit" not in found or not theirs:
             continue
         jit = found["jit"]
-        row = {"case": case, "params": params, "dtype": dtype, "hal.jit (cpu)": seconds_cell(jit)}
+        row = {"case": case, "params": params, "dtype": dtype, "device": device,
+               "hal.jit": seconds_cell(jit)}
         for mode in modes:
             peer = theirs.get(mode)
             row[mode] = seconds_cell(peer)

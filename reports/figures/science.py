@@ -101,7 +101,8 @@ def bound(m: Measurement, floors: dict[str, dict[str, float]]) -> str:
 
 
 def _who(m: Measurement) -> str:
-    return str(m.params["peer"]) if "peer" in m.params else f"hal {m.device}"
+    """hal and its device, or the peer and the device under test it was placed on."""
+    return f"{m.params['peer']} on {m.device}" if "peer" in m.params else f"hal {m.device}"
 
 
 def per_item_table(ms: list[Measurement], cases: tuple[str, ...],

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import hal
+from benchmarks import ort_peer
 from benchmarks.suites import int8
 from benchmarks.timing import TimingOptions, measure
 from benchmarks.workload import suite_workloads
@@ -74,12 +75,24 @@ def test_a_wrong_int8_answer_fails_the_check(cpu):
 def test_batch_32_is_skipped_with_the_reason_outside_cpu_and_onnxruntime(null):
     record = measure(_workload("minilm[int8]", 32), "int8", "float32", null, TINY)
     assert record.status == "skipped"
-    assert "NotMeasuredHere" in record.error and "cpu, onnxruntime only" in record.error
+    assert "NotMeasuredHere" in record.error and "cpu, onnxruntime, cuda only" in record.error
 
 
-def test_the_onnxruntime_peer_runs_under_the_cpu_backend_only(null):
+def test_the_onnxruntime_peer_is_skipped_off_the_cpu_and_without_its_gpu_provider(
+        null, monkeypatch):
+    from frontends.science import peers
+
+    monkeypatch.setattr(peers, "device_kinds", lambda device: ("opencl",))
     record = measure(_workload("minilm[ort-fp32]", 1), "int8", "float32", null, TINY)
-    assert record.status == "skipped" and "under the cpu backend" in record.error
+    assert record.status == "skipped"
+    assert record.error == ("PeerNotHere: peer onnxruntime runs on cpu and cuda devices; "
+                            "null:0 is opencl")
+    monkeypatch.setattr(peers, "device_kinds", lambda device: ("cuda",))
+    monkeypatch.setattr(ort_peer, "available_providers", lambda: [ort_peer.CPU])
+    record = measure(_workload("minilm[ort-fp32]", 1), "int8", "float32", null, TINY)
+    assert record.status == "skipped" and "pip install onnxruntime-gpu" in record.error
+    record = measure(_workload("qmatmul[ort]", None), "int8", "uint8", null, TINY)
+    assert record.status == "skipped" and "runs on the host CPU; null:0 is cuda" in record.error
 
 
 def test_tokens_pad_the_shipped_sentences_to_the_sequence_length():
@@ -132,8 +145,13 @@ def test_retention_measures_cosines_and_the_goal():
 
 
 def test_retention_and_the_round_trip_are_facts_of_the_batch_8_workloads():
-    with_facts = {(w.name, w.params.get("batch")) for w in suite_workloads("int8") if w.facts}
-    assert with_facts == {("minilm[fp32]", 8), ("minilm[int8]", 8), ("minilm[ort-int8]", 8)}
+    minilm = [w for w in suite_workloads("int8") if w.name.startswith("minilm")]
+    hal_facts = {(w.name, w.params["batch"]) for w in minilm if w.facts and "peer" not in w.params}
+    assert hal_facts == {("minilm[fp32]", 8), ("minilm[int8]", 8)}
+    peers = [w for w in minilm if "peer" in w.params]
+    assert len(peers) == 6 and all(w.facts for w in peers)  # the provider and its device
+    retention = {(w.name, w.params["batch"]) for w in peers if w.facts.args[0]}
+    assert retention == {("minilm[ort-int8]", 8)}
 
 
 def test_retention_facts_name_each_variant_and_measure(monkeypatch):
@@ -150,5 +168,5 @@ def test_retention_facts_name_each_variant_and_measure(monkeypatch):
 
 def test_retention_is_left_out_off_cpu_and_onnxruntime(null):
     ids = hal.asarray(np.ones((1, 4), np.int64), device=null)
-    with pytest.raises(hal.UnsupportedOp, match="retention is measured on cpu, onnxruntime"):
+    with pytest.raises(hal.UnsupportedOp, match="retention is measured on cpu, onnxruntime, cuda"):
         int8._hal_facts("int8")(ids, ids)

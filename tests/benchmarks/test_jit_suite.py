@@ -89,16 +89,19 @@ def test_torch_peer_skips_with_the_reason_when_torch_is_absent(name):
         _checked(peer, case.dtypes[0])
 
 
-def test_peers_run_on_the_host_under_the_cpu_backend_only(null):
+def test_peers_run_where_the_device_under_test_is_of_their_kind(null, monkeypatch):
     peer = _workload(TINY["fft_pipeline"](), "numpy")
-    with pytest.raises(hal.UnsupportedOp, match="measured under the cpu backend, not null"):
+    _checked(peer, "complex128", device=null)  # null's memory is the host's
+    monkeypatch.setattr(peers, "device_kinds", lambda device: ("fakegpu",))
+    with pytest.raises(peers.PeerNotHere, match="numpy runs on cpu devices; null:0 is fakegpu"):
         _checked(peer, "complex128", device=null)
 
 
 def test_the_suite_lists_every_case_eager_jitted_and_in_each_peer():
     names = {w.name for w in suite_workloads("jit")}
     for case in TINY:
-        assert {f"{case}[{label}]" for label in ("eager", "jit", *jit.PEER_MODES)} <= names
+        assert {f"{case}[{label}]" for label in ("eager", "jit", *jit.PEERS)} <= names
+    assert {"kdv_kt[cupy]", "navier_stokes[cupy]"} <= {w.name for w in suite_workloads("seed")}
     orders = {w.params["order"] for w in suite_workloads("jit") if w.name == "taylor[jit]"}
     assert orders == {10, 16}
 

@@ -11,13 +11,14 @@ from benchmarks import bandwidth
 from benchmarks.harness import HOST_MEMORY, Outcome, _Recorder, load_cached_peaks
 from benchmarks.peaks import (
     IN_CACHE,
+    REAL_PART,
     measures_peak,
     own_peaks,
     percent_of_peak,
     with_memory_peak,
 )
 from benchmarks.plan import Config, plan
-from benchmarks.schema.environment import new_run
+from benchmarks.schema.environment import new_run, with_device_libraries
 from benchmarks.schema.files import ResultWriter
 from benchmarks.schema.records import DeviceRecord, Measurement
 
@@ -144,3 +145,41 @@ def test_a_host_stream_beyond_the_cache_raises_every_host_devices_peak(tmp_path)
     assert cached[HOST_MEMORY]["gbps"] == 25.0 and cached[HOST_MEMORY]["run"] == "now"
     assert "opencl:0" not in cached  # no peak of its own was measured
     assert cached["cpu:0"] == {"gflops": {"float32": 100.0}, "run": "now"}  # not the host's
+
+
+def test_a_complex_rate_is_held_against_its_real_parts_flop_peak():
+    peaks = {"gflops": {"float32": 200.0, "float64": 100.0}}
+    pct, note = percent_of_peak({"gflops": 50.0, "gbps": 10.0}, 2**30, "complex64", peaks)
+    assert pct == pytest.approx(25.0) and note == "of the float32 peak (real FLOPs)"
+    pct, note = percent_of_peak({"gflops": 150.0}, None, "complex128", peaks)
+    assert pct == pytest.approx(150.0)
+    assert note.startswith("of the float64 peak (real FLOPs); above the best GEMM rate")
+    own = {"gflops": {"complex64": 80.0, "float32": 200.0}}
+    assert percent_of_peak({"gflops": 40.0}, None, "complex64", own) == (
+        pytest.approx(50.0), "")
+
+
+def test_the_gpu_suite_measures_a_peak_for_every_gemm_fft_and_bandwidth_row():
+    from benchmarks.workload import suite_workloads
+
+    ws = suite_workloads("gpu")
+    gemm_dtypes = {d for w in ws if w.name == "gemm" for d in w.dtypes}
+    assert all(w.peak == "gflops" for w in ws if w.name == "gemm")
+    assert gemm_dtypes == {"float32", "bfloat16", "float16"}
+    ffts = [w for w in ws if w.name in ("fft", "fft2")]
+    assert ffts and all(REAL_PART[d] in gemm_dtypes for w in ffts for d in w.dtypes)
+    (add,) = [w for w in ws if w.name == "add"]
+    assert add.peak == "gbps" and set(add.dtypes) == {"float32", "float16"}
+    assert measures_peak(add.peak, {"memory": None}) and not measures_peak(add.peak, HOST_CAPS)
+
+
+def test_an_opened_device_names_the_library_the_metadata_missed(tmp_path):
+    run = new_run("now")
+    run.libraries = {**run.libraries, "cupy": None}
+    cuda = DeviceRecord("cuda:0", "cuda")
+    run.devices = [cuda]
+    with ResultWriter(tmp_path / "r.jsonl") as writer:
+        recorder = _recorder(tmp_path, run, writer, None)
+        recorder.opened(cuda, {"memory": None, "extra": {"cupy": "13.6.0", "sm_count": 132}})
+    assert run.libraries["cupy"] == "13.6.0" and "sm_count" not in run.libraries
+    assert with_device_libraries({"cupy": "13.0"}, {"extra": {"cupy": "14"}}) == {"cupy": "13.0"}

@@ -52,7 +52,7 @@ def test_best_hal_against_the_strongest_peer(seed_measurement, results_file):
     assert float(row["ratio"][:-1]) == pytest.approx(2.0, abs=0.03)
     assert row["published ratio"] == "2.27x"
     assert "torch is not importable " * 12 in row["notes"]  # the whole reason
-    host = "UnsupportedOp: peers run on the host"
+    host = "PeerNotHere: peer scipy runs on cpu devices; opencl:0 is opencl"
     complex_ = "UnsupportedDType: no complex dtype"
     more = [seed_measurement("fft2[scipy]", "opencl", 0, "complex_fft", "baseline",
                              status="skipped", error=host, params={"peer": "scipy 1.17"}),
@@ -60,7 +60,7 @@ def test_best_hal_against_the_strongest_peer(seed_measurement, results_file):
                                error=complex_) for b in ("tvm", "onnxruntime"))]
     notes = _row(claims_table([load_results(results_file("more.jsonl", [*ms, *more]))]),
                  "complex_fft")["notes"]
-    assert host not in notes  # peers are measured under cpu only, by design
+    assert f"fft2[scipy] on opencl:0 skipped: {host}" in notes  # every row says why
     assert f"fft2 on tvm:0, onnxruntime:0 skipped: {complex_}" in notes
     fallen = seed_measurement("fft2", "null", 0.001, "complex_fft", "candidate",
                               fallbacks=("fftn",))

@@ -110,3 +110,17 @@ def test_qmatmul_rows_against_the_matmulinteger_peer(suite_measurement, results_
     assert rows["hal cpu:0"]["product form"] == "uint8 x int8"
     md = build_report([path], tmp_path / "out")[3].read_text()
     assert "qmatmul (uint8 x int8 -> int32, exact)" in md and "amx_int8, avx512_vnni" in md
+
+
+def test_the_peer_is_named_with_its_provider_and_device_where_recorded(int8_file):
+    import dataclasses
+
+    ms = load_results(int8_file).measurements
+    placed = [dataclasses.replace(m, facts={
+        **m.facts, "peer": "onnxruntime 1.22 (CUDAExecutionProvider)", "peer_device": "cuda:0"})
+        for m in ms if "peer" in m.params]
+    table = int8.throughput_table(placed)
+    (row,) = table.to_dict("records")
+    assert row["runtime"] == "ONNX Runtime peer (onnxruntime 1.22 (CUDAExecutionProvider) on " \
+                             "cuda:0)"
+    assert float(row["INT8/FP32"]) == pytest.approx(2.5, rel=0.02)

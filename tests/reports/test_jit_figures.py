@@ -59,13 +59,22 @@ def test_eager_against_jit_per_backend(jit_file):
     assert pd.isna(by["kdv_kt", "cpu"]["hal.jit uncaptured"])  # skipped there: no column
 
 
-def test_jit_against_the_peers_on_the_host(jit_file):
-    table = jit.jit_against_peers(load_results(jit_file).measurements)
+def test_jit_against_the_peers_on_each_device(jit_file, suite_measurement):
+    ms = load_results(jit_file).measurements
+    table = jit.jit_against_peers(ms)
+    assert set(table["device"]) == {"cpu:0"}  # no peer was placed on opencl:0 here
     kdv = table[table["case"] == "kdv_kt"].iloc[0]
     assert float(kdv["hal.jit/numpy"]) == pytest.approx(0.5, rel=0.02)
     assert kdv["jax.jit"] == "skipped" and kdv["hal.jit/jax.jit"] == ""
     chain = table[table["case"] == "chain"].iloc[0]
     assert float(chain["hal.jit/numpy"]) == pytest.approx(2.0, rel=0.02)
+    on_pocl = suite_measurement("jit", "kdv_kt[numpy]", "opencl", 0.012, items=200,
+                                params={**KDV, "mode": "numpy", "peer": "numpy 2.4"})
+    table = jit.jit_against_peers([*ms, on_pocl])
+    pocl = table[(table["case"] == "kdv_kt") & (table["device"] == "opencl:0")].iloc[0]
+    assert float(pocl["hal.jit/numpy"]) == pytest.approx(2.5, rel=0.02)  # 30 ms / 12 ms
+    cpu = table[(table["case"] == "kdv_kt") & (table["device"] == "cpu:0")].iloc[0]
+    assert float(cpu["hal.jit/numpy"]) == pytest.approx(0.5, rel=0.02)  # its own device's
 
 
 def test_kdv_per_step_and_the_full_solve_extrapolated(jit_file):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.schema.files import load_results
 from benchmarks.schema.records import ResultsError
 from reports.cli import main
 from reports.report import ReportError, build_report
@@ -209,3 +210,20 @@ def test_plot_labels_are_short_and_unique():
     labels = list(_labels(data))
     assert len(set(labels)) == 3 and labels[2] == "s/w n=1 f32"
     assert all(len(label) <= LABEL_CHARS + 3 for label in labels)
+
+
+def test_a_peer_measured_under_two_devices_is_no_speedup_of_theirs(measurement, results_file,
+                                                                  tmp_path):
+    from reports.frame import measurements_frame
+    from reports.tables import across_table, speedups
+
+    peer = {"peer": "numpy 2.4"}
+    ms = [measurement("gemm", "cpu", 0.010, 1), measurement("gemm", "opencl", 0.005, 2),
+          *(dataclasses.replace(measurement("gemm[numpy]", b, 0.02, i), params=peer,
+                                facts={"peer_device": "host CPU"})
+            for i, b in enumerate(("cpu", "opencl"), 3))]
+    frame = measurements_frame([load_results(results_file("peers.jsonl", ms))])
+    assert set(frame["peer_device"].dropna()) == {"host CPU"}
+    assert list(speedups(frame, "cpu")["workload"]) == ["gemm"]
+    assert list(across_table(frame, "cpu")["workload"][:1]) == ["gemm"]
+    assert "gemm[numpy]" not in set(across_table(frame, "cpu")["workload"])

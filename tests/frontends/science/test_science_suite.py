@@ -44,9 +44,15 @@ def test_numpy_peer_runs_the_same_algorithm_and_passes():
         assert record.status == "ok", (w.name, record.error)
 
 
-def test_peers_are_skipped_off_the_host_and_when_missing():
+def test_peers_run_on_host_memory_devices_and_skip_off_the_host_and_when_missing(monkeypatch):
+    from frontends.science import peers
+
     record = _measure(science.fft_peer("fft", (64,), "numpy"), "complex128", "null")
-    assert record.status == "skipped" and "measured under the cpu backend" in record.error
+    assert record.status == "ok" and record.facts["peer_device"] == "host CPU"
+    monkeypatch.setattr(peers, "device_kinds", lambda device: ("fakegpu",))
+    record = _measure(science.fft_peer("fft", (64,), "numpy"), "complex128", "null")
+    assert record.status == "skipped"
+    assert record.error == "PeerNotHere: peer numpy runs on cpu devices; null:0 is fakegpu"
     record = _measure(science.fft_peer("fft", (64,), "nosuchlib"), "complex128")
     assert record.status == "skipped" and "nosuchlib" in record.error
 
