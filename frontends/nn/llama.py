@@ -162,7 +162,7 @@ class Attention(Layer):
         cache_k, cache_v = hal.where(here, k, cache_k), hal.where(here, v, cache_v)
         keys, values = (hal.expand_dims(a[:, :, :window], axis=2) for a in (cache_k, cache_v))
         scores = hal.matmul(q, hal.matrix_transpose(keys)) * (1 / math.sqrt(q.shape[-1]))
-        seen = hal.less_equal(hal.arange(window, device=x.device), position)
+        seen = hal.less(hal.arange(window, device=x.device), position + 1)  # less: a primitive
         probs = hal.nn.softmax(hal.where(seen, scores, -math.inf), axis=-1)
         return self._merge(hal.matmul(probs, values)), cache_k, cache_v
 
