@@ -24,10 +24,11 @@ against the numpy model in float64 before timing.
 
 - `byte_lm_greedy[eager]`, `byte_lm_greedy[jit]`: the byte-level LM `hal train` trains
   (`frontends.parallel.language_model`, trained here once for BYTE_LM_STEPS steps on the
-  shipped text and kept under HAL_CACHE_DIR/llm), SAMPLE greedy bytes after a prompt on
-  each backend, eagerly (`language_model.generate`) and through one jitted step over a
-  fixed window (the position a tensor: traced once); checked equal, byte for byte, to the
-  cpu backend's eager sample (a correctness row; items are bytes). The facts hold the text.
+  shipped text, one rank, and kept under HAL_CACHE_DIR/llm), SAMPLE greedy bytes after a
+  prompt on each backend by one step over a fixed window (the position a tensor), op by
+  op and through hal.jit (traced once); checked equal, byte for byte, to
+  `language_model.generate` on the cpu backend (a correctness row; items are bytes). The
+  facts hold the text.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import numpy as np
 
 import hal
 from benchmarks.suites import science
-from benchmarks.workload import Case, NotMeasuredHere, Workload
+from benchmarks.workload import Case, Workload, only_on
 from frontends.nn import llama
 from frontends.nn.llama_reference import ArrayLlama, numpy_ops, torch_ops
 from frontends.parallel import language_model as lm
@@ -53,6 +54,7 @@ WINDOW = llama.bucket(PROMPT + 1, CONFIG.max_seq)
 HAL_MODES = ("jit", "eager")
 PEERS = ("numpy", "torch")
 EAGER_BACKENDS = ("cpu",)
+LARGE_PREFILL_BACKENDS = ("cpu", "onnxruntime", "cuda")  # a call takes 1-2 s on tvm, opencl
 BYTE_LM_STEPS = 200
 BYTE_LM_PROMPT = "The memory "
 SAMPLE = 32
@@ -254,25 +256,21 @@ def byte_lm_build(dtype) -> Case:
                 items=SAMPLE)
 
 
-def greedy_window(model: lm.LanguageModel):
-    """A jitted greedy step of the byte LM over a fixed window: ids (1, seq) (zeros after
-    the text; causal, so they do not change what comes before) and the last text position
-    (1,) -> the next byte (1,). One trace serves every position."""
+def window_step(model: lm.LanguageModel):
+    """The byte LM's greedy step over a fixed window: ids (1, seq) (zeros after the text;
+    causal, so they do not change what comes before) and the last text position (1,) ->
+    the next byte (1,). The same shapes every step: traced once under hal.jit, and a
+    backend that compiles each eager op for its shapes compiles them once."""
 
     def step(window, position):
         logits = hal.take(model(window)[0], position, axis=0)
         return hal.argmax(logits, axis=-1)
 
-    return hal.jit(step)
+    return step
 
 
-def byte_lm_sample(mode: str, model: lm.LanguageModel, prompt: np.ndarray) -> np.ndarray:
-    """The prompt's bytes (1, t) followed by SAMPLE greedy bytes, eagerly
-    (language_model.generate) or through greedy_window."""
-    text = bytes(prompt[0].astype(np.uint8)).decode()
-    if mode == "eager":
-        return np.frombuffer(lm.generate(model, text, SAMPLE).encode(), np.uint8)[None]
-    step = _jitted_window(model)
+def byte_lm_sample(step, model: lm.LanguageModel, prompt: np.ndarray) -> np.ndarray:
+    """The prompt's bytes (1, t) followed by SAMPLE greedy bytes of window_step's `step`."""
     device = model.head.weight.device
     ids = list(prompt[0])
     window = np.zeros((1, model.seq), np.int64)
@@ -282,12 +280,7 @@ def byte_lm_sample(mode: str, model: lm.LanguageModel, prompt: np.ndarray) -> np
         token = int(step(hal.asarray(window, device=device), position).numpy()[0])
         window[0, len(ids)] = token
         ids.append(token)
-    return np.array([ids], np.uint8)
-
-
-@functools.cache
-def _jitted_window(model: lm.LanguageModel):
-    return greedy_window(model)
+    return np.array([ids], np.int64)
 
 
 @functools.cache
@@ -300,21 +293,31 @@ def byte_lm_on(device: hal.Device) -> lm.LanguageModel:
 
 
 def byte_lm_run(mode: str):
+    @functools.cache
+    def made(device: hal.Device):
+        model = byte_lm_on(device)
+        step = window_step(model)
+        return model, (hal.jit(step) if mode == "jit" else step)
+
     def run(prompt: hal.Tensor) -> hal.Tensor:
-        return hal.asarray(byte_lm_sample(mode, byte_lm_on(prompt.device), prompt.numpy())
-                           .astype(np.int64))
+        model, step = made(prompt.device)
+        return hal.asarray(byte_lm_sample(step, model, prompt.numpy()))
 
     return run
 
 
 def byte_lm_reference(prompt: np.ndarray) -> np.ndarray:
-    """The cpu backend's eager greedy sample of the trained model."""
-    return byte_lm_sample("eager", trained_byte_lm(), np.asarray(prompt)).astype(np.int64)
+    """The trained model's greedy sample by language_model.generate (eager, cpu backend)."""
+    text = bytes(np.asarray(prompt)[0].astype(np.uint8)).decode()
+    sample = lm.generate(trained_byte_lm(), text, SAMPLE).encode()
+    return np.frombuffer(sample, np.uint8).astype(np.int64)[None]
 
 
-def byte_lm_facts(mode: str):
+def byte_lm_facts(run):
+    """The sample `run` gives, as text, and how the checkpoint was made."""
+
     def facts(prompt: hal.Tensor) -> dict[str, str]:
-        out = byte_lm_run(mode)(prompt).numpy()[0]
+        out = run(prompt).numpy()[0]
         return {"sample": bytes(out.astype(np.uint8)).decode("utf-8", errors="replace"),
                 "checkpoint": f"hal train defaults, {BYTE_LM_STEPS} steps, one rank"}
 
@@ -322,19 +325,6 @@ def byte_lm_facts(mode: str):
 
 
 # -- the suite ----------------------------------------------------------------------------
-def eager_only_on_cpu(run):
-    """run, skipped with the reason on backends other than EAGER_BACKENDS."""
-
-    def guarded(*tensors):
-        name = tensors[0].device.backend.name
-        if name not in EAGER_BACKENDS:
-            raise NotMeasuredHere(f"eager prefill/decode is measured on {', '.join(EAGER_BACKENDS)}"
-                                  f" only, not {name}: [jit] is this backend's figure")
-        return run(*tensors)
-
-    return guarded
-
-
 def workloads() -> list[Workload]:
     """prefill and decode at each batch in every mode and peer, then the byte-LM rows."""
     out = []
@@ -347,18 +337,25 @@ def workloads() -> list[Workload]:
                  {"position": PROMPT, "window": WINDOW})):
             params = {**config_params(), "batch": batch, **extra}
             for mode in HAL_MODES:
-                run = hal_run(mode) if mode == "jit" else eager_only_on_cpu(hal_run(mode))
-                out.append(Workload(f"{kind}[{mode}]", {**params, "mode": mode}, f32, build,
-                                    run, reference))
+                work = Workload(f"{kind}[{mode}]", {**params, "mode": mode}, f32, build,
+                                hal_run(mode), reference)
+                if mode == "eager":
+                    work = only_on(work, EAGER_BACKENDS, "one eager op costs a device round "
+                                   "trip elsewhere; [jit] is the backend's figure")
+                elif kind == "prefill" and batch > 1:
+                    work = only_on(work, LARGE_PREFILL_BACKENDS, "one call takes 1-2 s on tvm "
+                                   "and opencl (PoCL) here and a measurement makes 10 or more")
+                out.append(work)
             for name in PEERS:
                 out.append(Workload(f"{kind}[{name}]",
                                     science.peer_params(name, {**params, "mode": name}), f32,
                                     build, peer_run(name), reference,
                                     facts=science.peer_facts(name)))
     for mode in HAL_MODES:
+        run = byte_lm_run(mode)
         out.append(Workload(f"byte_lm_greedy[{mode}]",
                             {"prompt": BYTE_LM_PROMPT, "bytes": SAMPLE, "mode": mode,
                              "train_steps": BYTE_LM_STEPS}, f32, byte_lm_build,
-                            byte_lm_run(mode), byte_lm_reference, tolerance_scale=0.0,
-                            facts=byte_lm_facts(mode)))
+                            run, byte_lm_reference, tolerance_scale=0.0,
+                            facts=byte_lm_facts(run)))
     return out
