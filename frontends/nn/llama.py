@@ -151,18 +151,17 @@ class Attention(Layer):
         context = hal.nn.scaled_dot_product_attention(q, expand(k), expand(v), causal=True)
         return self._merge(context), k, v
 
-    def step(self, x: Tensor, cos: Tensor, sin: Tensor, position: Tensor, cache_k: Tensor,
-             cache_v: Tensor, window: int) -> tuple[Tensor, Tensor, Tensor]:
-        """One token x (batch, 1, dim) at `position` (an int64 tensor (1,)): its key and value
-        written into the cache at that row, attention over the first `window` rows up to the
-        position; (output (batch, 1, dim), new cache_k, new cache_v)."""
+    def step(self, x: Tensor, cos: Tensor, sin: Tensor, write: Tensor, seen: Tensor,
+             cache_k: Tensor, cache_v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """One token x (batch, 1, dim): its key and value written into the cache at the row
+        where `write` (bool (max_seq, 1)) is true, attention over the first len(seen) rows
+        where `seen` (bool (window,)) is true; (output (batch, 1, dim), new cache_k,
+        new cache_v)."""
         q, k, v = self._heads(x, cos, sin)
-        rows = hal.reshape(hal.arange(cache_k.shape[2], device=x.device), (-1, 1))
-        here = hal.equal(rows, position)
-        cache_k, cache_v = hal.where(here, k, cache_k), hal.where(here, v, cache_v)
+        cache_k, cache_v = hal.where(write, k, cache_k), hal.where(write, v, cache_v)
+        window = seen.shape[0]
         keys, values = (hal.expand_dims(a[:, :, :window], axis=2) for a in (cache_k, cache_v))
         scores = hal.matmul(q, hal.matrix_transpose(keys)) * (1 / math.sqrt(q.shape[-1]))
-        seen = hal.less(hal.arange(window, device=x.device), position + 1)  # less: a primitive
         probs = hal.nn.softmax(hal.where(seen, scores, -math.inf), axis=-1)
         return self._merge(hal.matmul(probs, values)), cache_k, cache_v
 
@@ -187,10 +186,10 @@ class DecoderLayer(Layer):
         x = x + a
         return x + self.mlp(self.mlp_norm(x)), k, v
 
-    def step(self, x, cos, sin, position, cache_k, cache_v, window):
+    def step(self, x, cos, sin, write, seen, cache_k, cache_v):
         """(x out, cache_k, cache_v) for one token, as Attention.step."""
-        a, cache_k, cache_v = self.attention.step(self.attention_norm(x), cos, sin, position,
-                                                  cache_k, cache_v, window)
+        a, cache_k, cache_v = self.attention.step(self.attention_norm(x), cos, sin, write,
+                                                  seen, cache_k, cache_v)
         x = x + a
         return x + self.mlp(self.mlp_norm(x)), cache_k, cache_v
 
@@ -285,10 +284,13 @@ class Llama(Layer):
             position = hal.asarray(np.array([position], np.int64), device=self.device)
         cos, sin = (hal.take(table, position, axis=0) for table in (self.rope_cos,
                                                                    self.rope_sin))
+        rows = hal.reshape(hal.arange(c.max_seq, device=self.device), (-1, 1))
+        write = hal.equal(rows, position)  # the row the new key and value go to
+        seen = hal.less(hal.arange(window, device=self.device), position + 1)  # less: a primitive
         x = self.embedding(ids)
         written = []
         for layer, (k, v) in zip(self.layers, cache, strict=True):
-            x, k, v = layer.step(x, cos, sin, position, k, v, window)
+            x, k, v = layer.step(x, cos, sin, write, seen, k, v)
             written.append((k, v))
         return self.output(self.norm(x)[:, 0]), tuple(written)
 
