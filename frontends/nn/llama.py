@@ -257,10 +257,18 @@ class Llama(Layer):
                       hal.zeros(shape, dtype=dtype, device=self.device))
                      for _ in range(c.n_layers))
 
+    def _check_cache(self, where: str, cache, batch: int) -> None:
+        c = self.config
+        want = (batch, c.n_kv_heads, c.max_seq, c.head_dim)
+        if len(cache) != c.n_layers or any(tuple(t.shape) != want for kv in cache for t in kv):
+            raise ShapeError(f"Llama.{where}: the cache must be {c.n_layers} (k, v) pairs of "
+                             f"shape {want}; make one with new_cache({batch})")
+
     def prefill(self, ids, cache):
         """The prompt ids (batch, t) at positions 0..t-1 in one causal pass: (logits of the
         last position (batch, vocab), the cache with rows 0..t-1 written)."""
         ids = self._ids(ids)
+        self._check_cache("prefill", cache, ids.shape[0])
         t = ids.shape[1]
         x, kv = self._run(ids)
         written = tuple((hal.concat([k, old_k[:, :, t:]], axis=2),
@@ -278,6 +286,7 @@ class Llama(Layer):
         if not 0 < window <= c.max_seq:
             raise ShapeError(f"Llama.decode: window {window} must be in 1..{c.max_seq}")
         ids = self._ids(ids)
+        self._check_cache("decode", cache, ids.shape[0])
         if isinstance(position, int):
             if not 0 <= position < window:
                 raise ShapeError(f"Llama.decode: position {position} must be in 0..{window - 1}")

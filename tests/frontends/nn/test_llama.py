@@ -114,6 +114,9 @@ def test_bad_input_is_a_clear_error(model64, ids):
         model64(ids[0])
     with pytest.raises(hal.ShapeError, match=r"position 20 must be in 0\.\.15"):
         model64.decode(ids[:, :1], 20, model64.new_cache(2), window=16)
+    with pytest.raises(hal.ShapeError, match=r"2 \(k, v\) pairs of shape \(2, 2, 64, 16\); "
+                       r"make one with new_cache\(2\)"):
+        model64.prefill(ids, model64.new_cache(1))
 
 
 def test_named_shapes():
