@@ -28,6 +28,7 @@ from .layers import (
     Sequential,
     TransformerEncoderLayer,
 )
+from .llama import Llama, LlamaConfig
 from .pretrained import load_bert, load_minilm, load_tokenizer, model_dir
 
 __all__ = [
@@ -42,6 +43,8 @@ __all__ = [
     "Layer",
     "LayerNorm",
     "Linear",
+    "Llama",
+    "LlamaConfig",
     "MaxPool",
     "MultiHeadAttention",
     "RMSNorm",
