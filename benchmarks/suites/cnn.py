@@ -21,8 +21,9 @@ and a small CNN trained on scikit-learn's digits, in FP32 and INT8, with its acc
 - `digits_cnn[fp32]`, `digits_cnn[int8]` on every backend: `frontends.nn.digits.DigitsCNN`
   trained once per process on the cpu backend (AdamW, `frontends.nn.digits.DEFAULT_CONFIG`,
   seeded; half a minute here) on 80% of scikit-learn's `load_digits`, then run on the
-  device under test over the 359 held-out images in one batch (offline); INT8 is
-  `quant_post_dynamic` of the model (its Linear head int8; the convolutions stay float32).
+  device under test over the 359 held-out images in one batch (offline); INT8 is every
+  layer in int8 with activations quantized per call (`quant_post_dynamic` for the Linear
+  head, `quant_post_dynamic_conv` for the convolutions: im2col through quantized_linear).
   The check is the numpy FP32 forward of the trained weights; the quality records the
   top-1 `accuracy` on the held-out labels and, for INT8, `fp32_accuracy` (that of the
   numpy FP32 forward of the same weights) and `retention` (INT8 over FP32). Targets:
@@ -273,7 +274,7 @@ def digits_workloads() -> list[Workload]:
               "batch": len(images), "accuracy_target": DIGITS_TARGET,
               "top1_goal": digits.ACCURACY_TARGET, "retention_goal": digits.RETENTION_TARGET,
               "train": ", ".join(f"{k}={v}" for k, v in digits.DEFAULT_CONFIG.items())}
-    # INT8 logits differ from FP32 by the head's quantization (~1% of their range)
+    # INT8 logits differ from FP32 by quantization (~1% of their range)
     return [Workload(f"digits_cnn[{p}]", {**params, "precision": p}, ("float32",),
                      _digits_case, _digits_run(p), digits_reference,
                      tolerance_scale=1.0 if p == "fp32" else 500.0,

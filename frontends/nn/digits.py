@@ -3,7 +3,7 @@ of 0-9, pixel values 0-16), then served in INT8.
 
     python -m frontends.nn.digits                     # train on cpu, print FP32/INT8 accuracy
     result = train()                                  # DigitsResult: model, losses, accuracy
-    int8 = quantized(result.model)                    # quant_post_dynamic: the Linear layers
+    int8 = quantized(result.model)                    # every Conv and Linear in int8
     accuracy(int8, *test_split())
 
 The split is fixed (a seeded shuffle, TEST_SHARE of the images held out), the weights and
@@ -160,9 +160,10 @@ def reference_logits(model: DigitsCNN, images: np.ndarray) -> np.ndarray:
 
 
 def quantized(model: DigitsCNN, per_channel: bool = True) -> Layer:
-    """The INT8 model: `quant_post_dynamic` (int8 weights, activations quantized per call)
-    of its Linear head; the convolutions stay float32 (hal's int8 path is the Linear's)."""
-    return quant.quant_post_dynamic(model, per_channel=per_channel).eval()
+    """The INT8 model: int8 weights and uint8 activations quantized per call in every layer,
+    the head by `quant_post_dynamic`, the convolutions by `quant_post_dynamic_conv`."""
+    linear = quant.quant_post_dynamic(model, per_channel=per_channel)
+    return quant.quant_post_dynamic_conv(linear, per_channel=per_channel).eval()
 
 
 def main(argv=None) -> int:

@@ -31,8 +31,9 @@ def _blocks(ms: list[Measurement]) -> list[Block]:
         targets = sorted({str(m.params["accuracy_target"]) for m in ms
                           if "accuracy_target" in m.params})
         blocks += ["The digits CNN (trained on scikit-learn's load_digits, the held-out images "
-                   "in one batch): top-1 accuracy in FP32 and INT8 (`quant_post_dynamic`), "
-                   f"the retention (INT8 over FP32) and images/s; targets: {'; '.join(targets)}.",
+                   "in one batch): top-1 accuracy in FP32 and INT8 (every layer int8, "
+                   "activations quantized per call), the retention (INT8 over FP32) and "
+                   f"images/s; targets: {'; '.join(targets)}.",
                    accuracy]
     return blocks
 
