@@ -51,7 +51,8 @@ WEIGHTS = "random (seed 0), not trained"
 # (batch, image side, the backends that measure it)
 SIZES = ((1, 224, ("cpu", "onnxruntime", "tvm", "cuda")),
          (32, 112, ("cpu", "onnxruntime", "cuda")), (256, 224, ("cuda",)))
-WHY_NOT = {1: "one call takes ~30 s on opencl (PoCL) here, a measurement a dozen calls",
+WHY_NOT = {1: "it is timed where a call takes about a second (opencl with PoCL takes ~30 s "
+               "a call here, a measurement a dozen calls)",
            32: "a batch of 32 takes seconds a call where the convolutions are not a "
                "vendor library's (a measurement is a dozen calls)",
            256: "a batch of 256 at 224x224 takes minutes a call on a CPU (a measurement "
