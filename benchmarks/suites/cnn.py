@@ -1,7 +1,7 @@
 """CNN suite: ResNet-50 inference (random weights) per backend against ONNX Runtime and torch,
 and a small CNN trained on scikit-learn's digits, in FP32 and INT8, with its accuracy.
 
-- `resnet50[fp32]` on every backend: `frontends.nn.resnet.ResNet` (ResNet-50's shape:
+- `resnet50[fp32]` per backend: `frontends.nn.resnet.ResNet` (ResNet-50's shape:
   bottlenecks 3-4-6-3, 25.6M parameters) with **random weights** drawn from seed 0 (not
   trained: the logits mean nothing, the check is against a numpy float64 forward of the
   same weights), batch norm in eval mode, the forward through `hal.jit`. Items are images,
