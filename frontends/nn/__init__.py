@@ -3,6 +3,7 @@
     from frontends import nn
     layer = nn.Linear(384, 1536, activation="gelu")
     cnn = nn.Sequential(nn.Conv(1, 8, 3, padding=1), nn.BatchNorm(8), nn.MaxPool(2))
+    resnet50 = nn.ResNet(nn.RESNET50, seed=0).eval()  # random weights (frontends.nn.resnet)
     encoder, tokenizer = nn.load_minilm()             # all-MiniLM-L6-v2 on hal's BertModel
     encoder.encode(["A man is eating food."])         # (1, 384) unit vectors
 """
@@ -30,9 +31,11 @@ from .layers import (
 )
 from .llama import Llama, LlamaConfig
 from .pretrained import load_bert, load_minilm, load_tokenizer, model_dir
+from .resnet import RESNET50, ResNet, ResNetConfig
 
 __all__ = [
     "MLP",
+    "RESNET50",
     "AvgPool",
     "BatchNorm",
     "BertConfig",
@@ -48,6 +51,8 @@ __all__ = [
     "MaxPool",
     "MultiHeadAttention",
     "RMSNorm",
+    "ResNet",
+    "ResNetConfig",
     "SentenceEncoder",
     "Sequential",
     "TransformerEncoderLayer",

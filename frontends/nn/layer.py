@@ -44,14 +44,17 @@ class Layer:
         if "_params" not in self.__dict__:
             raise HalError(f"{type(self).__name__}: call Layer.__init__ before assigning "
                            f"attribute {name!r}")
-        for table in (self._params, self._buffers, self._layers):
-            table.pop(name, None)
-        if isinstance(value, Tensor):
-            self._params[name] = value
-        elif isinstance(value, Layer):
-            self._layers[name] = value
+        if isinstance(value, Tensor):  # a buffer stays a buffer (BatchNorm's statistics)
+            target = self._buffers if name in self._buffers else self._params
         else:
+            target = self._layers if isinstance(value, Layer) else None
+        for table in (self._params, self._buffers, self._layers):
+            if table is not target:
+                table.pop(name, None)
+        if target is None:
             object.__setattr__(self, name, value)
+        else:
+            target[name] = value  # a replaced entry keeps its place (a Sequential's order)
 
     def __getattr__(self, name: str):
         for table in ("_params", "_buffers", "_layers"):

@@ -4,6 +4,7 @@
     qmodel = quant.quant_post_dynamic(model)                   # int8 weights, dynamic inputs
     qmodel = quant.quant_post_static(model, calibration)       # input ranges calibrated
     quant.summary(qmodel)                                      # what became int8, bytes
+    qcnn = quant.quant_post_dynamic_conv(cnn)                  # 2-d Convs as int8 im2col
 
 Every Linear (or those selected) becomes a QuantizedLinear / StaticQuantizedLinear in a
 copy of the model; the original is unchanged. `peers` has ONNX Runtime's quantize_dynamic
@@ -11,10 +12,12 @@ for comparison.
 """
 
 from . import peers
+from .conv import QuantizedConv, quant_post_dynamic_conv
 from .convert import summary
 from .dynamic import quant_post_dynamic
 from .layers import QuantizedLinear, StaticQuantizedLinear, quantize_weight
 from .static import Range, calibrate, quant_post_static
 
-__all__ = ["QuantizedLinear", "Range", "StaticQuantizedLinear", "calibrate",
-           "quant_post_dynamic", "quant_post_static", "quantize_weight", "summary"]
+__all__ = ["QuantizedConv", "QuantizedLinear", "Range", "StaticQuantizedLinear", "calibrate",
+           "quant_post_dynamic", "quant_post_dynamic_conv", "quant_post_static",
+           "quantize_weight", "summary"]

@@ -15,6 +15,9 @@ with PASS or FAIL.
   runtime's INT8 workload records in its facts (measured at one batch; weights and
   kernels are those of every batch). An INT8 row whose run holds no such facts is judged
   on the cosine alone and says so.
+- A row of a trained classifier (params `top1_goal`, e.g. the cnn suite's digits CNN) is
+  judged on its top-1 accuracy over labelled data instead (quality `accuracy`), and an
+  INT8 one also on its retention (quality `retention`, INT8 over FP32; `retention_goal`).
 """
 
 from __future__ import annotations
@@ -85,6 +88,8 @@ def fp32_share(m: Measurement, ms: list[Measurement]) -> tuple[float, float] | N
 def judge(m: Measurement, ms: list[Measurement]) -> tuple[str, str, str]:
     """(accuracy, target, result) of one measurement: PASS/FAIL against the targets, or the
     status of a measurement that was not taken."""
+    if "top1_goal" in m.params:
+        return judge_top1(m)
     int8 = m.params.get("precision") == "int8"
     target = f"cosine >= {COSINE_TARGET}" + (
         f", >= {FP32_SHARE_TARGET:.0%} of FP32" if int8 else "")
@@ -102,6 +107,29 @@ def judge(m: Measurement, ms: list[Measurement]) -> tuple[str, str, str]:
     kept = share[0] / share[1] if share[1] else 0.0
     accuracy += f"; {kept:.2%} of FP32 (topic accuracy {share[0]:.1%} vs {share[1]:.1%})"
     return accuracy, target, "PASS" if passed and kept >= FP32_SHARE_TARGET else "FAIL"
+
+
+def judge_top1(m: Measurement) -> tuple[str, str, str]:
+    """(accuracy, target, result) of a trained classifier's row: top-1 against `top1_goal`,
+    and for INT8 the retention against `retention_goal`."""
+    top1, retention = float(m.params["top1_goal"]), m.params.get("retention_goal")
+    int8 = m.params.get("precision") == "int8" and retention is not None
+    target = f"top-1 >= {top1:.0%}" + (f", >= {float(retention):.0%} of FP32" if int8 else "")
+    if m.status != "ok" or m.check is None:
+        return "", target, m.status
+    quality = m.check.quality
+    accuracy = quality.get("accuracy")
+    if accuracy is None:
+        return "no accuracy recorded", target, "FAIL"
+    passed = m.check.passed and accuracy >= top1
+    text = f"top-1 {accuracy:.2%}"
+    if int8:
+        kept = quality.get("retention")
+        if kept is None:
+            return text + "; no retention recorded", target, "FAIL"
+        text += f"; {kept:.2%} of FP32 ({quality.get('fp32_accuracy', float('nan')):.2%})"
+        passed = passed and kept >= float(retention)
+    return text, target, "PASS" if passed else "FAIL"
 
 
 def _latency(m: Measurement, q: str) -> str:

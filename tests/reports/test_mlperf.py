@@ -56,6 +56,30 @@ def test_an_int8_row_below_99_percent_of_fp32_fails():
     assert "98.96% of FP32" in row["accuracy"] and row["result"] == "FAIL"
 
 
+def digits_cnn(precision, quality, passed=True):
+    """A digits CNN measurement as the cnn suite records it (359 test images, offline)."""
+    params = {"model": "digits CNN", "batch": 359, "precision": precision, "top1_goal": 0.95,
+              "retention_goal": 0.99}
+    samples = [0.01] * 10
+    return Measurement("cnn", f"digits_cnn[{precision}]", "cpu", "cpu:0", "float32",
+                       params=params, samples=samples, stats=summarize(samples).to_dict(),
+                       items=359, metrics={"items_per_s": 35900.0},
+                       check=Check(passed, 0.01, 0.05, quality))
+
+
+def test_a_trained_classifier_is_judged_on_top1_and_int8_on_retention():
+    ms = [digits_cnn("fp32", {"accuracy": 0.97}),
+          digits_cnn("int8", {"accuracy": 0.96, "fp32_accuracy": 0.97,
+                              "retention": 0.96 / 0.97})]
+    fp32, int8 = mlperf.mlperf_table(ms).sort_values("precision").to_dict("records")
+    assert fp32["target"] == "top-1 >= 95%" and fp32["result"] == "PASS"
+    assert "top-1 97.00%" in fp32["accuracy"]
+    assert int8["target"] == "top-1 >= 95%, >= 99% of FP32"
+    assert "98.97% of FP32" in int8["accuracy"] and int8["result"] == "FAIL"
+    (low,) = mlperf.mlperf_table([digits_cnn("fp32", {"accuracy": 0.94})]).to_dict("records")
+    assert low["result"] == "FAIL"
+
+
 def _write(path, measurements, peaks):
     run = new_run("run", devices=[DeviceRecord("cpu:0", "cpu", {"memory": "host"}, peaks)])
     with ResultWriter(path) as w:
