@@ -92,18 +92,26 @@ def cases(spec: ops.OpSpec, d: np.dtype, device_dtypes=dt.ALL):
 @strategy(family="unary")
 @st.composite
 def unary(draw, spec: ops.OpSpec, d: np.dtype, *, special: bool = False,
-          big: Reach = Reach.NONE) -> Case:
-    """One tensor of any small shape (special: NaN, inf and signed zeros too, but not for
-    complex dtypes; big: how far magnitudes reach)."""
+          big: Reach = Reach.NONE, lo: float = -5, hi: float = 5) -> Case:
+    """One tensor of any small shape with values in [lo, hi] (special: NaN, inf and signed
+    zeros too, but not for complex dtypes; big: how far magnitudes reach)."""
     shape = draw(small_shapes())
     x = draw(arrays(d, shape, special=special and not dt.is_complex(d), big=big_values(big, d),
-                    lo=-5, hi=5))
+                    lo=lo, hi=hi))
     return Case([x], views=draw(strided_views(1)))
 
 
 strategy("sin", "cos", "erf", "isnan", "isinf", "isfinite", special=True)(unary)
 strategy("log", special=True, big=Reach.BEYOND_EXP)(unary)
 strategy("negative", "abs", "exp", "sqrt", "tanh", special=True, big=Reach.FLOAT_MAX)(unary)
+strategy("atan", "tan", "sinh", "cosh", "asinh", "expm1", "floor", "ceil", "trunc", "round",
+         "sign", "signbit", "bitwise_invert", special=True)(unary)
+strategy("log2", "log10", special=True, big=Reach.BEYOND_EXP)(unary)
+# the domains: asin, acos in [-1, 1]; atanh in [-1, 1] (+-inf at the ends); acosh >= 1;
+# log1p >= -1 (NaN beyond, which special values still reach)
+strategy("asin", "acos", "atanh", special=True, lo=-1, hi=1)(unary)
+strategy("acosh", special=True, lo=1, hi=10)(unary)
+strategy("log1p", special=True, lo=-1, hi=5)(unary)
 
 
 def _two_operands(draw, d: np.dtype, *, special: bool, big: Reach, lo: int, hi: int) -> Case:
@@ -129,6 +137,21 @@ def binary(draw, spec: ops.OpSpec, d: np.dtype, *, special: bool = False,
 strategy("add", "subtract", "multiply", "divide", special=True, big=Reach.FLOAT_MAX)(binary)
 strategy("maximum", "minimum", "equal", "less", "greater", special=True,
          big=Reach.INT_RANGE)(binary)
+
+
+strategy("atan2", "hypot", "copysign", "logaddexp", special=True)(binary)
+
+
+@strategy("bitwise_left_shift", "bitwise_right_shift")
+@st.composite
+def shift(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """Integers of the dtype's range shifted by counts in [0, its width]: the width itself
+    shifts every bit out (numpy's 0, or -1 for a negative value shifted right)."""
+    s = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, **SMALL_SIDES))
+    info = np.iinfo(d)
+    a = draw(arrays(d, s.input_shapes[0], lo=int(info.min), hi=int(info.max)))
+    b = draw(arrays(d, s.input_shapes[1], lo=0, hi=8 * d.itemsize))
+    return Case([a, b], views=draw(strided_views(2)))
 
 
 @strategy("power")
