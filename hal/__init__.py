@@ -10,7 +10,7 @@ The op set (hal/ops/) has numpy reference semantics; backends plug in through th
 
 import math
 
-from . import collectives, fft, nn, onnx, ops, random
+from . import collectives, fft, linalg, nn, onnx, ops, random
 from .compile import trace
 from .compile.graph import Graph
 from .compile.jit import Jitted, RetraceWarning, jit, to_static
@@ -130,6 +130,18 @@ from .functions import (
     where,
 )
 from .info import __array_namespace_info__
+from .linalg import tensordot, vecdot
+from .manipulation import (
+    broadcast_arrays,
+    flip,
+    meshgrid,
+    moveaxis,
+    repeat,
+    tile,
+    tril,
+    triu,
+    unstack,
+)
 from .ops import KernelTable, shapes
 from .runtime import dtypes, host
 from .runtime.backend import API_VERSION, Backend
@@ -180,6 +192,15 @@ from .runtime.memory import Allocation, Buffer, MemoryStats
 from .runtime.registry import available_backends, backend, backends, default_device, devices
 from .runtime.registry import resolve_device as device
 from .runtime.settings import settings
+from .searching import (
+    nonzero,
+    searchsorted,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
+from .statistics import prod, std
 from .tensor import Tensor
 
 bool = bool_

@@ -216,6 +216,56 @@ def clip(draw, spec: ops.OpSpec, d: np.dtype, *, big: Reach = Reach.NONE) -> Cas
     return Case([x, lo, hi], views=draw(strided_views(1)))
 
 
+# -- linalg: matrices a decomposition is well defined and well conditioned for -------------
+def _matrices(draw, d: np.dtype, *, square: bool) -> np.ndarray:
+    """A stack of (m, n) matrices (m == n when square) in [-1, 1], batch axes of 0-2."""
+    batch = draw(st.lists(st.integers(1, 3), max_size=2))
+    m = draw(st.integers(1, 4))
+    n = m if square else draw(st.integers(1, 4))
+    return draw(arrays(d, (*batch, m, n), lo=-1, hi=1))
+
+
+def _dominant(a: np.ndarray) -> np.ndarray:
+    """a plus n on the diagonal: diagonally dominant, so invertible and well conditioned."""
+    n = a.shape[-1]
+    return (a + n * np.eye(n, dtype=np.float32)).astype(a.dtype)
+
+
+@strategy(family="linalg")
+@st.composite
+def linalg(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """A stack of well-conditioned square matrices (det, inv, slogdet)."""
+    return Case([_dominant(_matrices(draw, d, square=True))])
+
+
+@strategy("cholesky", "eigh_values", "eigh_vectors")
+@st.composite
+def hermitian(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """Hermitian positive definite matrices, a a^H + n I, with distinct eigenvalues most
+    likely (eigenvectors are defined up to sign)."""
+    a = _matrices(draw, d, square=True)
+    product = a @ np.conj(np.swapaxes(a, -1, -2)).astype(a.dtype)
+    return Case([_dominant(product.astype(d))])
+
+
+@strategy("qr_q", "qr_r", "svd_u", "svd_s", "svd_vh")
+@st.composite
+def rectangular(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """A stack of (m, n) matrices; full_matrices drawn for the svd's factors."""
+    params = {} if spec.name.startswith("qr") else {"full_matrices": draw(st.booleans())}
+    return Case([_matrices(draw, d, square=False)], params)
+
+
+@strategy("solve")
+@st.composite
+def solve(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """Well-conditioned square matrices and right-hand sides: a vector or (..., M, K)."""
+    a = _dominant(_matrices(draw, d, square=True))
+    m = a.shape[-1]
+    shape = (m,) if draw(st.booleans()) else (*a.shape[:-2], m, draw(st.integers(1, 3)))
+    return Case([a, draw(arrays(d, shape, lo=-1, hi=1))])
+
+
 # -- reductions, search, scans, sorting, take ----------------------------------------------
 @strategy(family="reduction")
 @st.composite
