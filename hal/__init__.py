@@ -157,6 +157,7 @@ from .runtime.dtypes import (
     REALS,
     bfloat16,
     bool_,
+    can_cast,
     complex64,
     complex128,
     dtype,

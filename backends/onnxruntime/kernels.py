@@ -105,7 +105,7 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
     "floor": ("int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
     "ceil": ("int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
     "round": ("int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
-    "sign": ("int8", "uint8", "int32", "float16", "float32", "float64"),
+    "sign": ("int8", "uint8", "int32"),  # its Sign(NaN) is 0, not NaN
     "bitwise_and": ("int8", "uint8", "int32", "int64"),
     "bitwise_or": ("int8", "uint8", "int32", "int64"),
     "bitwise_xor": ("int8", "uint8", "int32", "int64"),

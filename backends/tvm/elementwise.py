@@ -51,6 +51,8 @@ def _unary_expr(name: str, x):
     if name == "sign":  # numpy's: 0 for +-0, NaN stays NaN
         d = tu.dtype_of(x)
         zero = tirx.const(0, d)
+        if d.startswith("uint"):
+            return tirx.Select(x > zero, tirx.const(1, d), zero)
         return tirx.Select(x > zero, tirx.const(1, d), tirx.Select(
             x < zero, tirx.const(-1, d), tirx.Select(x == zero, zero, x)))
     return getattr(te, name)(x)
