@@ -37,6 +37,7 @@ from .functions import (
     take,
     where,
 )
+from .ops import arguments
 from .runtime import dtypes as dt
 from .runtime.errors import ArgumentError, ShapeError
 from .tensor import Tensor, tensor_argument
@@ -141,6 +142,8 @@ def _tolerance(x: Tensor, s: Tensor, rtol) -> Tensor:
     """rtol (default max(M, N) * eps) times each matrix's largest singular value."""
     if rtol is None:
         rtol = builtins.max(x.shape[-2:]) * float(np.finfo(s.dtype).eps)
+    elif not isinstance(rtol, Tensor):
+        rtol = arguments.real("linalg", "rtol", rtol)
     largest = max(s, axis=-1, keepdims=True) if s.shape[-1] else s
     return multiply(largest, rtol if isinstance(rtol, Tensor) else float(rtol))
 
@@ -167,6 +170,7 @@ def pinv(x, /, *, rtol=None) -> Tensor:
 def matrix_power(x, n: int, /) -> Tensor:
     """x multiplied by itself n times (n < 0: the inverse's power; 0: the identity)."""
     x = tensor_argument("linalg.matrix_power", x)
+    n = arguments.integer("linalg.matrix_power", "n", n)
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise ShapeError(f"linalg.matrix_power: needs square matrices, shape is {x.shape}")
     if n < 0:
@@ -201,7 +205,8 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
     x1, x2 = (tensor_argument("vecdot", a) for a in (x1, x2))
     if dt.is_complex(x1.dtype):
         x1 = conj(x1)
-    ndim = builtins.max(x1.ndim, x2.ndim)
+    ndim = builtins.min(x1.ndim, x2.ndim)
+    axis = arguments.integer("vecdot", "axis", axis)
     if not -ndim <= axis < 0:
         raise ShapeError(f"vecdot: axis {axis} must be negative (counted from the end) for "
                          f"shapes {x1.shape} and {x2.shape}")
@@ -237,6 +242,7 @@ def tensordot(x1, x2, /, *, axes=2) -> Tensor:
 def diagonal(x, /, *, offset: int = 0) -> Tensor:
     """The diagonal (offset above it when > 0, below when < 0) of each matrix of x."""
     x = tensor_argument("linalg.diagonal", x)
+    offset = arguments.integer("linalg.diagonal", "offset", offset)
     if x.ndim < 2:
         raise ShapeError(f"linalg.diagonal: needs matrices, shape is {x.shape}")
     m, n = x.shape[-2:]
@@ -256,6 +262,11 @@ def trace(x, /, *, offset: int = 0, dtype=None) -> Tensor:
 def cross(x1, x2, /, *, axis: int = -1) -> Tensor:
     """The cross product of 3-vectors along axis, batches broadcast."""
     x1, x2 = (tensor_argument("linalg.cross", a) for a in (x1, x2))
+    ndim = builtins.max(x1.ndim, x2.ndim)
+    axis = arguments.integer("linalg.cross", "axis", axis)
+    if not -builtins.min(x1.ndim, x2.ndim) <= axis < 0:
+        raise ShapeError(f"linalg.cross: axis {axis} must be negative (counted from the end) "
+                         f"for shapes {x1.shape} and {x2.shape}")
     if x1.shape[axis] != 3 or x2.shape[axis] != 3:
         raise ShapeError(f"linalg.cross: axis {axis} must have size 3 in both, shapes are "
                          f"{x1.shape} and {x2.shape}")
@@ -267,8 +278,7 @@ def cross(x1, x2, /, *, axis: int = -1) -> Tensor:
     b = [part(x2, i) for i in range(3)]
     pieces = [subtract(multiply(a[(i + 1) % 3], b[(i + 2) % 3]),
                        multiply(a[(i + 2) % 3], b[(i + 1) % 3])) for i in range(3)]
-    ndim = builtins.max(x1.ndim, x2.ndim)
-    return concat(pieces, axis=axis % ndim if axis >= 0 else ndim + axis)
+    return concat(pieces, axis=ndim + axis)
 
 
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Tensor:
@@ -285,7 +295,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Tensor:
         return sum(a, axis=axis, keepdims=keepdims)
     if ord == 2:
         return sqrt(sum(multiply(a, a), axis=axis, keepdims=keepdims))
-    p = float(ord)
+    p = arguments.real("linalg.vector_norm", "ord", ord)
     return power(sum(power(a, p), axis=axis, keepdims=keepdims), 1.0 / p)
 
 

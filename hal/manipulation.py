@@ -15,7 +15,7 @@ import numpy as np
 
 from .compile.trace import Tracer
 from .functions import broadcast_to, permute_dims, reshape, slice, take, where
-from .ops import shapes
+from .ops import arguments, shapes
 from .runtime.errors import HalError, ShapeError
 from .tensor import Tensor, tensor_argument
 
@@ -97,8 +97,9 @@ def _triangle(op: str, x, k: int, keep_lower: bool) -> Tensor:
     if x.ndim < 2:
         raise ShapeError(f"{op}: needs at least 2 axes, shape is {x.shape}")
     rows, cols = x.shape[-2:]
+    k = arguments.integer(op, "k", k)
     offset = np.arange(cols)[None, :] - np.arange(rows)[:, None]  # column - row
-    mask = offset <= operator.index(k) if keep_lower else offset >= operator.index(k)
+    mask = offset <= k if keep_lower else offset >= k
     return where(Tensor.from_host(mask, x.device), x, Tensor.from_host(
         np.zeros((), x.dtype), x.device))
 
