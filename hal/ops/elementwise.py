@@ -156,7 +156,7 @@ declare("clip", COMPOSITE, "clip", ORDERED, _clip_ref, _clip_meta, promote=(),
 
 
 # -- the rest of the Array API 2023.12's elementwise functions (extended: a backend with no
-# kernel falls back to the CPU, counted; no VJP rules yet, so not differentiable) --------
+# kernel falls back to the CPU, counted) ----------------------------------------------------
 _REAL_FLOATS = dt.REALS
 _MORE_UNARY = {
     **{name: (getattr(np, fn), dt.FLOATS, same, LOOSE) for name, fn in (
@@ -171,9 +171,13 @@ _MORE_UNARY = {
     "signbit": (np.signbit, _REAL_FLOATS, to_bool, TOL),
     "bitwise_invert": (np.invert, dt.INTEGERS, same, TOL),
 }
+_SMOOTH = frozenset(("asin", "acos", "atan", "tan", "sinh", "cosh", "asinh", "acosh", "atanh",
+                     "expm1", "log1p", "log2", "log10", "hypot", "copysign", "logaddexp"))
+"""The added ops with VJP and series rules (frontends/autograd); rounding, sign, signbit,
+the bitwise and logical ops are piecewise constant, and atan2 has no rules yet."""
 for _name, (_fn, _dtypes, _rule, _tol) in _MORE_UNARY.items():
     declare(_name, EXTENDED, "unary", _dtypes, _fn, unary_meta(_rule), tolerance=_tol,
-            differentiable=False)
+            differentiable=_name in _SMOOTH)
 
 
 def _shift_domain(a, b):
@@ -202,4 +206,4 @@ _MORE_BINARY = {
 }
 for _name, (_fn, _dtypes, _rule, _tol, _domain) in _MORE_BINARY.items():
     declare(_name, EXTENDED, "binary", _dtypes, _fn, binary_meta(_name, _rule), promote=(0, 1),
-            tolerance=_tol, domain=_domain, differentiable=False)
+            tolerance=_tol, domain=_domain, differentiable=_name in _SMOOTH)
