@@ -60,7 +60,17 @@ tanh = _unary("tanh", "Elementwise hyperbolic tangent.")
 erf = _unary("erf", "Elementwise error function (real floating dtypes).")
 real = _unary("real", "Real part of a complex tensor.")
 imag = _unary("imag", "Imaginary part of a complex tensor.")
-conj = _unary("conj", "Complex conjugate.")
+_conj = _unary("conj", "Complex conjugate.")
+
+
+def conj(x, /) -> Tensor:
+    """Complex conjugate; a real numeric tensor is its own (the Array API 2023.12's conj)."""
+    if isinstance(x, Tensor) and x.dtype in _REAL_NUMERIC:
+        return x
+    return _conj(x)
+
+
+_REAL_NUMERIC = frozenset(dt.INTEGERS + dt.REALS)
 
 add = _binary("add", "Elementwise x1 + x2, broadcasting.")
 subtract = _binary("subtract", "Elementwise x1 - x2, broadcasting.")

@@ -39,6 +39,7 @@ from .functions import (
 )
 from .ops import arguments
 from .runtime import dtypes as dt
+from .runtime.dtypes import result_type
 from .runtime.errors import ArgumentError, ShapeError
 from .tensor import Tensor, tensor_argument
 
@@ -144,7 +145,9 @@ def _tolerance(x: Tensor, s: Tensor, rtol) -> Tensor:
         rtol = builtins.max(x.shape[-2:]) * float(np.finfo(s.dtype).eps)
     elif not isinstance(rtol, Tensor):
         rtol = arguments.real("linalg", "rtol", rtol)
-    largest = max(s, axis=-1, keepdims=True) if s.shape[-1] else s
+    if s.size == 0:  # no singular values (an empty matrix or batch): nothing to compare
+        return s
+    largest = max(s, axis=-1, keepdims=True)
     return multiply(largest, rtol if isinstance(rtol, Tensor) else float(rtol))
 
 
@@ -213,7 +216,7 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Tensor:
     if x1.shape[axis] != x2.shape[axis]:
         raise ShapeError(f"vecdot: axis {axis} has sizes {x1.shape[axis]} and "
                          f"{x2.shape[axis]}")
-    return sum(multiply(x1, x2), axis=axis)
+    return sum(multiply(x1, x2), axis=axis, dtype=result_type(x1, x2))
 
 
 def tensordot(x1, x2, /, *, axes=2) -> Tensor:

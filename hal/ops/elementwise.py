@@ -157,13 +157,31 @@ declare("clip", COMPOSITE, "clip", ORDERED, _clip_ref, _clip_meta, promote=(),
 
 # -- the rest of the Array API 2023.12's elementwise functions (extended: a backend with no
 # kernel falls back to the CPU, counted) ----------------------------------------------------
+def _expm1(z):
+    """numpy's expm1 for reals; for complex z = x + iy (which numpy has no loop for)
+    expm1(x) cos(y) - 2 sin(y/2)**2 + i exp(x) sin(y), accurate near 0, with C99's cexp
+    special values less one (a zero imaginary part kept, -1 + 0j at x = -inf)."""
+    if not np.iscomplexobj(z):
+        return np.expm1(z)
+    x, y = z.real, z.imag
+    real = np.expm1(x) * np.cos(y) - 2 * np.sin(y / 2) ** 2 + 0.0  # + 0.0: no -0 real part
+    imag = np.where(y == 0, y, np.exp(x) * np.sin(y))
+    finite_y = np.isfinite(y)
+    real = np.where(x == -np.inf, -1.0, np.where((x == np.inf) & ~finite_y, np.inf, real))
+    imag = np.where((x == -np.inf) & ~finite_y, 0.0,
+                    np.where((x == np.inf) & ~finite_y, np.nan, imag))
+    out = np.empty(np.shape(z), dtype=z.dtype)  # parts set apart: 1j * nan spoils the real
+    out.real, out.imag = real, imag
+    return out
+
+
 _REAL_FLOATS = dt.REALS
 _MORE_UNARY = {
     **{name: (getattr(np, fn), dt.FLOATS, same, LOOSE) for name, fn in (
         ("asin", "arcsin"), ("acos", "arccos"), ("atan", "arctan"), ("tan", "tan"),
         ("sinh", "sinh"), ("cosh", "cosh"), ("asinh", "arcsinh"), ("acosh", "arccosh"),
-        ("atanh", "arctanh"), ("expm1", "expm1"), ("log1p", "log1p"), ("log2", "log2"),
-        ("log10", "log10"))},
+        ("atanh", "arctanh"), ("log1p", "log1p"), ("log2", "log2"), ("log10", "log10"))},
+    "expm1": (_expm1, dt.FLOATS, same, LOOSE),
     # rounding: integers are their own floor, ceil, trunc and round (half to even)
     **{name: (getattr(np, name), ORDERED, same, TOL) for name in ("floor", "ceil", "trunc")},
     "round": (np.round, NONBOOL, same, TOL),
