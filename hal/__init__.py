@@ -10,7 +10,7 @@ The op set (hal/ops/) has numpy reference semantics; backends plug in through th
 
 import math
 
-from . import collectives, fft, nn, onnx, ops, random
+from . import collectives, fft, linalg, nn, onnx, ops, random
 from .compile import trace
 from .compile.graph import Graph
 from .compile.jit import Jitted, RetraceWarning, jit, to_static
@@ -33,19 +33,35 @@ from .dispatch import decomposition, fallback_counts, fallback_policy, observe, 
 from .functions import (
     ARRAY_API_VERSION,
     abs,
+    acos,
+    acosh,
     add,
     all,
     any,
     argmax,
     argmin,
     argsort,
+    asin,
+    asinh,
     astype,
+    atan,
+    atan2,
+    atanh,
+    bitwise_and,
+    bitwise_invert,
+    bitwise_left_shift,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
     broadcast_to,
+    ceil,
     clip,
     complex,
     concat,
     conj,
+    copysign,
     cos,
+    cosh,
     cumulative_sum,
     dequantize_linear,
     divide,
@@ -53,9 +69,12 @@ from .functions import (
     erf,
     exp,
     expand_dims,
+    expm1,
+    floor,
     floor_divide,
     greater,
     greater_equal,
+    hypot,
     imag,
     isfinite,
     isinf,
@@ -63,7 +82,14 @@ from .functions import (
     less,
     less_equal,
     log,
+    log1p,
+    log2,
+    log10,
+    logaddexp,
+    logical_and,
     logical_not,
+    logical_or,
+    logical_xor,
     matmul,
     matrix_transpose,
     max,
@@ -76,13 +102,19 @@ from .functions import (
     op,
     pad,
     permute_dims,
+    positive,
+    pow,
     power,
     qmatmul,
     quantize_linear,
     real,
     remainder,
     reshape,
+    round,
+    sign,
+    signbit,
     sin,
+    sinh,
     slice,
     sort,
     sqrt,
@@ -92,10 +124,24 @@ from .functions import (
     subtract,
     sum,
     take,
+    tan,
     tanh,
+    trunc,
     where,
 )
 from .info import __array_namespace_info__
+from .linalg import tensordot, vecdot
+from .manipulation import (
+    broadcast_arrays,
+    flip,
+    meshgrid,
+    moveaxis,
+    repeat,
+    tile,
+    tril,
+    triu,
+    unstack,
+)
 from .ops import KernelTable, shapes
 from .runtime import dtypes, host
 from .runtime.backend import API_VERSION, Backend
@@ -111,6 +157,7 @@ from .runtime.dtypes import (
     REALS,
     bfloat16,
     bool_,
+    can_cast,
     complex64,
     complex128,
     dtype,
@@ -146,6 +193,15 @@ from .runtime.memory import Allocation, Buffer, MemoryStats
 from .runtime.registry import available_backends, backend, backends, default_device, devices
 from .runtime.registry import resolve_device as device
 from .runtime.settings import settings
+from .searching import (
+    nonzero,
+    searchsorted,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
+)
+from .statistics import prod, std
 from .tensor import Tensor
 
 bool = bool_

@@ -536,6 +536,8 @@ def _constant(spec: ops.OpSpec, value, dtype, device) -> Tensor:
     tensor = _constants.get(key)
     if tensor is None:
         try:
+            if isinstance(value, int) and dt.is_floating(dtype):
+                value = float(value)  # ml_dtypes' bfloat16 takes no int beyond int64
             host = np.asarray(value, dtype=dtype)
         except OverflowError:
             raise HalError(

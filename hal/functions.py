@@ -60,7 +60,17 @@ tanh = _unary("tanh", "Elementwise hyperbolic tangent.")
 erf = _unary("erf", "Elementwise error function (real floating dtypes).")
 real = _unary("real", "Real part of a complex tensor.")
 imag = _unary("imag", "Imaginary part of a complex tensor.")
-conj = _unary("conj", "Complex conjugate.")
+_conj = _unary("conj", "Complex conjugate.")
+
+
+def conj(x, /) -> Tensor:
+    """Complex conjugate; a real numeric tensor is its own (the Array API 2023.12's conj)."""
+    if isinstance(x, Tensor) and x.dtype in _REAL_NUMERIC:
+        return x
+    return _conj(x)
+
+
+_REAL_NUMERIC = frozenset(dt.INTEGERS + dt.REALS)
 
 add = _binary("add", "Elementwise x1 + x2, broadcasting.")
 subtract = _binary("subtract", "Elementwise x1 - x2, broadcasting.")
@@ -363,6 +373,59 @@ floor_divide = _binary("floor_divide", "Elementwise x1 // x2, rounded toward -in
 remainder = _binary("remainder", "Elementwise x1 % x2 with the sign of x2 (numpy's).")
 
 
+# -- the rest of the Array API's elementwise functions (extended ops of hal/ops/elementwise.py)
+asin = _unary("asin", "Elementwise inverse sine.")
+acos = _unary("acos", "Elementwise inverse cosine.")
+atan = _unary("atan", "Elementwise inverse tangent.")
+tan = _unary("tan", "Elementwise tangent.")
+sinh = _unary("sinh", "Elementwise hyperbolic sine.")
+cosh = _unary("cosh", "Elementwise hyperbolic cosine.")
+asinh = _unary("asinh", "Elementwise inverse hyperbolic sine.")
+acosh = _unary("acosh", "Elementwise inverse hyperbolic cosine (NaN below 1).")
+atanh = _unary("atanh", "Elementwise inverse hyperbolic tangent (NaN beyond [-1, 1]).")
+expm1 = _unary("expm1", "Elementwise exp(x) - 1, exact for small x.")
+log1p = _unary("log1p", "Elementwise log(1 + x), exact for small x.")
+log2 = _unary("log2", "Elementwise base-2 logarithm.")
+log10 = _unary("log10", "Elementwise base-10 logarithm.")
+floor = _unary("floor", "Elementwise rounding toward -inf (integers unchanged).")
+ceil = _unary("ceil", "Elementwise rounding toward +inf (integers unchanged).")
+trunc = _unary("trunc", "Elementwise rounding toward 0 (integers unchanged).")
+round = _unary("round", "Elementwise rounding to the nearest integer, halves to even.")
+sign = _unary("sign", "Elementwise -1, 0 or 1 (NaN for NaN; x / |x| for complex x).")
+signbit = _unary("signbit", "Elementwise: True where the sign bit is set (-0.0 included).")
+atan2 = _binary("atan2", "Elementwise angle of the point (x2, x1), in [-pi, pi].")
+hypot = _binary("hypot", "Elementwise sqrt(x1**2 + x2**2) without overflow.")
+copysign = _binary("copysign", "Elementwise |x1| with the sign of x2.")
+logaddexp = _binary("logaddexp", "Elementwise log(exp(x1) + exp(x2)) without overflow.")
+bitwise_and = _binary("bitwise_and", "Elementwise x1 & x2 (integers and bool).")
+bitwise_or = _binary("bitwise_or", "Elementwise x1 | x2 (integers and bool).")
+bitwise_xor = _binary("bitwise_xor", "Elementwise x1 ^ x2 (integers and bool).")
+bitwise_left_shift = _binary("bitwise_left_shift",
+                             "Elementwise x1 << x2 (counts >= 0; past the width: 0).")
+bitwise_right_shift = _binary("bitwise_right_shift",
+                              "Elementwise x1 >> x2, arithmetic (counts >= 0).")
+logical_and = _binary("logical_and", "Elementwise x1 and x2 of bool tensors.")
+logical_or = _binary("logical_or", "Elementwise x1 or x2 of bool tensors.")
+logical_xor = _binary("logical_xor", "Elementwise x1 xor x2 of bool tensors.")
+pow = power
+_invert = _unary("bitwise_invert", "")
+
+
+def bitwise_invert(x, /) -> Tensor:
+    """Elementwise ~x: the bits flipped for integers, logical_not for bool."""
+    x = tensor_argument("bitwise_invert", x)
+    return logical_not(x) if dt.is_bool(x.dtype) else _invert(x)
+
+
+def positive(x, /) -> Tensor:
+    """Elementwise +x: x itself (numeric dtypes)."""
+    x = tensor_argument("positive", x)
+    if dt.is_bool(x.dtype):
+        raise UnsupportedDType("positive: input dtype bool is not accepted; it takes numeric "
+                               "dtypes")
+    return x
+
+
 def clip(x, /, min=None, max=None) -> Tensor:
     """x limited to [min, max] elementwise (None: unbounded), keeping x's dtype; NaN stays NaN.
 
@@ -505,6 +568,12 @@ METHODS: dict[str, object] = {
     "__le__": less_equal, "__ge__": greater_equal,
     "__floordiv__": floor_divide, "__rfloordiv__": _swapped(floor_divide),
     "__mod__": remainder, "__rmod__": _swapped(remainder),
+    "__and__": bitwise_and, "__rand__": _swapped(bitwise_and),
+    "__or__": bitwise_or, "__ror__": _swapped(bitwise_or),
+    "__xor__": bitwise_xor, "__rxor__": _swapped(bitwise_xor),
+    "__lshift__": bitwise_left_shift, "__rlshift__": _swapped(bitwise_left_shift),
+    "__rshift__": bitwise_right_shift, "__rrshift__": _swapped(bitwise_right_shift),
+    "__invert__": bitwise_invert,
     "__array_namespace__": _array_namespace, "to_device": _to_device,
     "__getitem__": _getitem,
     "astype": astype, "reshape": _reshape_method,

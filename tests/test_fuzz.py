@@ -133,8 +133,10 @@ def _value(rng, device, name: str):
 def _public_functions() -> dict[str, object]:
     """'hal.fn' / 'hal.nn.fn' / ... -> function, for every public function of those modules."""
     out = {}
-    for module in (hal.functions, hal.creation, hal.nn, hal.fft, hal.random):
-        prefix = "hal." if module in (hal.functions, hal.creation) else f"{module.__name__}."
+    for module in (hal.functions, hal.creation, hal.nn, hal.fft, hal.random, hal.linalg,
+                   hal.manipulation, hal.searching, hal.statistics):
+        flat = (hal.functions, hal.creation, hal.manipulation, hal.searching, hal.statistics)
+        prefix = "hal." if module in flat else f"{module.__name__}."
         for name, fn in vars(module).items():
             if (inspect.isfunction(fn) and not name.startswith("_") and name != "op"
                     and fn.__module__ == module.__name__):

@@ -93,6 +93,26 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
     "floor_divide": ("float16", "float32", "float64"),
     "remainder": ("float16", "float32", "float64"),
     "clip": ("int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
+    "asin": ("float16", "float32"),
+    "acos": ("float16", "float32"),
+    "atan": ("float16", "float32"),
+    "tan": ("float16", "float32"),
+    "sinh": ("float16", "float32"),
+    "cosh": ("float16", "float32"),
+    "asinh": ("float16", "float32"),
+    "acosh": ("float16", "float32"),
+    "atanh": ("float16", "float32"),
+    "floor": ("int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
+    "ceil": ("int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
+    "round": ("int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
+    "sign": ("int8", "uint8", "int32"),  # its Sign(NaN) is 0, not NaN
+    "bitwise_and": ("int8", "uint8", "int32", "int64"),
+    "bitwise_or": ("int8", "uint8", "int32", "int64"),
+    "bitwise_xor": ("int8", "uint8", "int32", "int64"),
+    "bitwise_invert": ("int8", "uint8", "int32", "int64"),
+    "logical_and": ("bool",),
+    "logical_or": ("bool",),
+    "logical_xor": ("bool",),
 }
 
 

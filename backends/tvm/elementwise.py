@@ -19,11 +19,15 @@ from hal import dtypes as dt
 from . import te_util as tu
 from .table import kernels
 
-UNARY = ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "erf")
+UNARY = ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "asin", "acos",
+         "atan", "tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "log1p",
+         "floor", "ceil", "trunc", "round", "sign", "bitwise_invert")
 """Unary ops with an element expression (`unary_value`)."""
 COMPARISONS = ("equal", "less", "greater")
 BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", *COMPARISONS,
-          "floor_divide", "remainder", "power")
+          "floor_divide", "remainder", "power", "atan2", "hypot", "copysign", "logaddexp",
+          "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+          "bitwise_right_shift", "logical_and", "logical_or", "logical_xor")
 """Binary ops with an element expression (`binary_value`); power has kernels for floats."""
 
 
@@ -36,6 +40,21 @@ def _unary_expr(name: str, x):
         return te.abs(x)
     if name == "tanh":
         return tu.tanh(x)
+    if name in ("floor", "ceil", "trunc", "round") and "float" not in tu.dtype_of(x):
+        return x  # an integer is its own rounding
+    if name == "round":
+        return tirx.nearbyint(x)  # half to even, as numpy
+    if name == "log1p":
+        return tirx.log1p(x)
+    if name == "bitwise_invert":
+        return tirx.bitwise_not(x)
+    if name == "sign":  # numpy's: 0 for +-0, NaN stays NaN
+        d = tu.dtype_of(x)
+        zero = tirx.const(0, d)
+        if d.startswith("uint"):
+            return tirx.Select(x > zero, tirx.const(1, d), zero)
+        return tirx.Select(x > zero, tirx.const(1, d), tirx.Select(
+            x < zero, tirx.const(-1, d), tirx.Select(x == zero, zero, x)))
     return getattr(te, name)(x)
 
 
@@ -96,6 +115,35 @@ def _float_divmod(a, b, name: str):
     return tirx.Select(b == zero, a / b, quotient)
 
 
+def _shift(a, b, left: bool):
+    """numpy's shifts: a count of the width or more shifts every bit out (0, or -1 for a
+    negative value shifted right); LLVM leaves those counts undefined."""
+    d = tu.dtype_of(a)
+    zero = tirx.const(0, d)
+    out_of_range = b >= tirx.const(int(d.removeprefix("u").removeprefix("int")), d)
+    safe = tirx.Select(out_of_range, zero, b)
+    if left:
+        return tirx.Select(out_of_range, zero, tirx.shift_left(a, safe))
+    spilled = tirx.Select(a < zero, tirx.const(-1, d), zero) if d.startswith("int") else zero
+    return tirx.Select(out_of_range, spilled, tirx.shift_right(a, safe))
+
+
+def _logaddexp(a, b):
+    """numpy's npy_logaddexp: log(exp(a) + exp(b)) without overflow; equal infinities stay."""
+    d = tu.dtype_of(a)
+    zero = tirx.const(0, d)
+    diff = a - b
+    return tirx.Select(a == b, a + tirx.const(0.6931471805599453, d), tirx.Select(
+        diff > zero, a + tirx.log1p(te.exp(zero - diff)), tirx.Select(
+            diff <= zero, b + tirx.log1p(te.exp(diff)), diff)))
+
+
+_BITWISE = {"bitwise_and": tirx.bitwise_and, "bitwise_or": tirx.bitwise_or,
+            "bitwise_xor": tirx.bitwise_xor, "logical_and": tirx.bitwise_and,
+            "logical_or": tirx.bitwise_or, "logical_xor": tirx.bitwise_xor}
+"""Bitwise ops; the logical ones on bool operands, which compute as int8 0 and 1."""
+
+
 def _binary_expr(name: str, a, b):
     if name == "add":
         return a + b
@@ -112,6 +160,14 @@ def _binary_expr(name: str, a, b):
     if name in ("floor_divide", "remainder"):
         divmod_ = _float_divmod if "float" in tu.dtype_of(a) else _int_divmod
         return divmod_(a, b, name)
+    if name in ("atan2", "hypot", "copysign"):
+        return getattr(tirx, name)(a, b)
+    if name == "logaddexp":
+        return _logaddexp(a, b)
+    if name in _BITWISE:
+        return _BITWISE[name](a, b)
+    if name in ("bitwise_left_shift", "bitwise_right_shift"):
+        return _shift(a, b, name == "bitwise_left_shift")
     return {"equal": a == b, "less": a < b, "greater": a > b}[name]
 
 

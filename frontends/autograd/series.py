@@ -154,6 +154,17 @@ def _weighted(x: Series) -> list:
     return [None] + [_scale(c, j) for j, c in enumerate(x[1:], 1)]
 
 
+def integral(x: Series, g: Series, y0: Tensor) -> Series:
+    """f(x) from the series g of its derivative f'(x) and its value y0: y' = g x', so
+    y_n = (1/n) sum_{j=1}^n j x_j g_{n-j} (asin, atan, asinh, ... whose derivative is
+    algebraic in x)."""
+    xs = _weighted(x)
+    y = [y0]
+    for n in range(1, len(x)):
+        y.append(_scale(_cauchy(xs, g, n, lo=1), 1 / n))
+    return y
+
+
 def exp(x: Series, y0: Tensor | None = None) -> Series:
     """exp(x): y_n = (1/n) sum_{j=1}^n j x_j y_{n-j}."""
     xs = _weighted(x)

@@ -190,6 +190,80 @@ def _erf(args, params, out, series):
     return S.erf(series[0], out)
 
 
+def _plus_square(x, c: float, sign: float):
+    """The series of c + sign x**2."""
+    return S.add(S.constant(hal.full_like(x[0], c), len(x) - 1), S.scale(S.square(x), sign))
+
+
+def _integral_rule(derivative: Callable):
+    """A rule for f with f'(x) = derivative(x's series), algebraic in x."""
+    def rule(args, params, out, series):
+        return S.integral(series[0], derivative(series[0]), out)
+
+    return rule
+
+
+_INTEGRALS = {
+    "asin": lambda x: S.reciprocal(S.sqrt(_plus_square(x, 1.0, -1.0))),
+    "acos": lambda x: S.scale(S.reciprocal(S.sqrt(_plus_square(x, 1.0, -1.0))), -1.0),
+    "atan": lambda x: S.reciprocal(_plus_square(x, 1.0, 1.0)),
+    "atanh": lambda x: S.reciprocal(_plus_square(x, 1.0, -1.0)),
+    "asinh": lambda x: S.reciprocal(S.sqrt(_plus_square(x, 1.0, 1.0))),
+    "acosh": lambda x: S.reciprocal(S.sqrt(_plus_square(x, -1.0, 1.0))),
+    "log1p": lambda x: S.reciprocal(S.shift(x, 1.0)),
+    "log2": lambda x: S.reciprocal(S.scale(x, math.log(2.0))),
+    "log10": lambda x: S.reciprocal(S.scale(x, math.log(10.0))),
+}
+for _name, _derivative in _INTEGRALS.items():
+    series_rule(_name)(_integral_rule(_derivative))
+
+
+@series_rule("expm1")
+def _expm1(args, params, out, series):
+    return _with_primal(S.exp(series[0]), out)
+
+
+@series_rule("sinh")
+def _sinh(args, params, out, series):
+    e = S.exp(series[0])
+    return _with_primal(S.scale(S.sub(e, S.reciprocal(e)), 0.5), out)
+
+
+@series_rule("cosh")
+def _cosh(args, params, out, series):
+    e = S.exp(series[0])
+    return _with_primal(S.scale(S.add(e, S.reciprocal(e)), 0.5), out)
+
+
+@series_rule("tan")
+def _tan(args, params, out, series):
+    s, c = S.sin_cos(series[0])
+    return S.div(s, c, out)
+
+
+@series_rule("hypot")
+def _hypot(args, params, out, series):
+    a, b = _full(args, series)
+    return S.sqrt(S.add(S.square(a), S.square(b)), out)
+
+
+@series_rule("logaddexp")
+def _logaddexp(args, params, out, series):
+    a, b = _full(args, series)
+    top = hal.maximum(a[0], b[0])  # a constant shift: exp cannot overflow
+    total = S.add(S.exp(S.shift(a, -top)), S.exp(S.shift(b, -top)))
+    return _with_primal(S.log(total), out)
+
+
+@series_rule("copysign")
+def _copysign(args, params, out, series):
+    a, b = args
+    flip = hal.where(hal.signbit(a) != hal.signbit(b), -1.0, 1.0)  # d/da: +-1; d/db: 0
+    if series[0] is None:
+        return S.constant(out, _order(series))
+    return _with_primal(S.map_linear(lambda t: t * hal.astype(flip, t.dtype), series[0]), out)
+
+
 @series_rule("abs")
 def _abs(args, params, out, series):
     x = args[0]

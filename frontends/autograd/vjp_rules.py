@@ -120,6 +120,54 @@ def _erf(ct, args, params, out, needs):
     return (ct * (hal.exp(-(x * x)) * (2 / math.sqrt(math.pi))),)
 
 
+def _unary_vjp(name: str, derivative: Callable, *, args: bool = True, out: bool = False):
+    """Register ct * derivative(x, out) as the VJP of a unary op (holomorphic for complex)."""
+    @vjp_rule(name, args=args, out=out)
+    def rule(ct, args_, params, out_, needs):
+        return (ct * derivative(args_[0] if args else None, out_),)
+
+    return rule
+
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+for _name, _derivative, _reads in (
+        ("asin", lambda x, y: 1 / hal.sqrt(1 - x * x), "x"),
+        ("acos", lambda x, y: -1 / hal.sqrt(1 - x * x), "x"),
+        ("atan", lambda x, y: 1 / (1 + x * x), "x"),
+        ("atanh", lambda x, y: 1 / (1 - x * x), "x"),
+        ("asinh", lambda x, y: 1 / hal.sqrt(x * x + 1), "x"),
+        ("acosh", lambda x, y: 1 / hal.sqrt(x * x - 1), "x"),
+        ("sinh", lambda x, y: hal.cosh(x), "x"),
+        ("cosh", lambda x, y: hal.sinh(x), "x"),
+        ("tan", lambda x, y: 1 + y * y, "y"),
+        ("expm1", lambda x, y: y + 1, "y"),
+        ("log1p", lambda x, y: 1 / (1 + x), "x"),
+        ("log2", lambda x, y: 1 / (x * _LN2), "x"),
+        ("log10", lambda x, y: 1 / (x * _LN10), "x")):
+    _unary_vjp(_name, _derivative, args=_reads == "x", out=_reads == "y")
+
+
+@vjp_rule("hypot")
+def _hypot(ct, args, params, out, needs):
+    a, b = args
+    return (unbroadcast(ct * (a / out), a.shape) if needs[0] else None,
+            unbroadcast(ct * (b / out), b.shape) if needs[1] else None)
+
+
+@vjp_rule("logaddexp")
+def _logaddexp(ct, args, params, out, needs):
+    a, b = args
+    return (unbroadcast(ct * hal.exp(a - out), a.shape) if needs[0] else None,
+            unbroadcast(ct * hal.exp(b - out), b.shape) if needs[1] else None)
+
+
+@vjp_rule("copysign", out=False)
+def _copysign(ct, args, params, out, needs):
+    a, b = args  # d/da: +-1 (the signs agree or not); d/db: 0 almost everywhere
+    flip = hal.where(hal.signbit(a) != hal.signbit(b), -1.0, 1.0)
+    return (unbroadcast(ct * hal.astype(flip, ct.dtype), a.shape) if needs[0] else None, None)
+
+
 @vjp_rule("add", args=False, out=False)
 def _add(ct, args, params, out, needs):
     a, b = args

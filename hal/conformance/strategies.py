@@ -92,18 +92,26 @@ def cases(spec: ops.OpSpec, d: np.dtype, device_dtypes=dt.ALL):
 @strategy(family="unary")
 @st.composite
 def unary(draw, spec: ops.OpSpec, d: np.dtype, *, special: bool = False,
-          big: Reach = Reach.NONE) -> Case:
-    """One tensor of any small shape (special: NaN, inf and signed zeros too, but not for
-    complex dtypes; big: how far magnitudes reach)."""
+          big: Reach = Reach.NONE, lo: float = -5, hi: float = 5) -> Case:
+    """One tensor of any small shape with values in [lo, hi] (special: NaN, inf and signed
+    zeros too, but not for complex dtypes; big: how far magnitudes reach)."""
     shape = draw(small_shapes())
     x = draw(arrays(d, shape, special=special and not dt.is_complex(d), big=big_values(big, d),
-                    lo=-5, hi=5))
+                    lo=lo, hi=hi))
     return Case([x], views=draw(strided_views(1)))
 
 
 strategy("sin", "cos", "erf", "isnan", "isinf", "isfinite", special=True)(unary)
 strategy("log", special=True, big=Reach.BEYOND_EXP)(unary)
 strategy("negative", "abs", "exp", "sqrt", "tanh", special=True, big=Reach.FLOAT_MAX)(unary)
+strategy("atan", "tan", "sinh", "cosh", "asinh", "expm1", "floor", "ceil", "trunc", "round",
+         "sign", "signbit", "bitwise_invert", special=True)(unary)
+strategy("log2", "log10", special=True, big=Reach.BEYOND_EXP)(unary)
+# the domains: asin, acos in [-1, 1]; atanh in [-1, 1] (+-inf at the ends); acosh >= 1;
+# log1p >= -1 (NaN beyond, which special values still reach)
+strategy("asin", "acos", "atanh", special=True, lo=-1, hi=1)(unary)
+strategy("acosh", special=True, lo=1, hi=10)(unary)
+strategy("log1p", special=True, lo=-1, hi=5)(unary)
 
 
 def _two_operands(draw, d: np.dtype, *, special: bool, big: Reach, lo: int, hi: int) -> Case:
@@ -129,6 +137,21 @@ def binary(draw, spec: ops.OpSpec, d: np.dtype, *, special: bool = False,
 strategy("add", "subtract", "multiply", "divide", special=True, big=Reach.FLOAT_MAX)(binary)
 strategy("maximum", "minimum", "equal", "less", "greater", special=True,
          big=Reach.INT_RANGE)(binary)
+
+
+strategy("atan2", "hypot", "copysign", "logaddexp", special=True)(binary)
+
+
+@strategy("bitwise_left_shift", "bitwise_right_shift")
+@st.composite
+def shift(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """Integers of the dtype's range shifted by counts in [0, its width]: the width itself
+    shifts every bit out (numpy's 0, or -1 for a negative value shifted right)."""
+    s = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, **SMALL_SIDES))
+    info = np.iinfo(d)
+    a = draw(arrays(d, s.input_shapes[0], lo=int(info.min), hi=int(info.max)))
+    b = draw(arrays(d, s.input_shapes[1], lo=0, hi=8 * d.itemsize))
+    return Case([a, b], views=draw(strided_views(2)))
 
 
 @strategy("power")
@@ -191,6 +214,56 @@ def clip(draw, spec: ops.OpSpec, d: np.dtype, *, big: Reach = Reach.NONE) -> Cas
     lo, hi = (draw(st.one_of(st.none(), arrays(d, shape, lo=-5, hi=5)))
               for shape in s.input_shapes[1:])
     return Case([x, lo, hi], views=draw(strided_views(1)))
+
+
+# -- linalg: matrices a decomposition is well defined and well conditioned for -------------
+def _matrices(draw, d: np.dtype, *, square: bool) -> np.ndarray:
+    """A stack of (m, n) matrices (m == n when square) in [-1, 1], batch axes of 0-2."""
+    batch = draw(st.lists(st.integers(1, 3), max_size=2))
+    m = draw(st.integers(1, 4))
+    n = m if square else draw(st.integers(1, 4))
+    return draw(arrays(d, (*batch, m, n), lo=-1, hi=1))
+
+
+def _dominant(a: np.ndarray) -> np.ndarray:
+    """a plus n on the diagonal: diagonally dominant, so invertible and well conditioned."""
+    n = a.shape[-1]
+    return (a + n * np.eye(n, dtype=np.float32)).astype(a.dtype)
+
+
+@strategy(family="linalg")
+@st.composite
+def linalg(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """A stack of well-conditioned square matrices (det, inv, slogdet)."""
+    return Case([_dominant(_matrices(draw, d, square=True))])
+
+
+@strategy("cholesky", "eigh_values", "eigh_vectors")
+@st.composite
+def hermitian(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """Hermitian positive definite matrices, a a^H + n I, with distinct eigenvalues most
+    likely (eigenvectors are defined up to sign)."""
+    a = _matrices(draw, d, square=True)
+    product = a @ np.conj(np.swapaxes(a, -1, -2)).astype(a.dtype)
+    return Case([_dominant(product.astype(d))])
+
+
+@strategy("qr_q", "qr_r", "svd_u", "svd_s", "svd_vh")
+@st.composite
+def rectangular(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """A stack of (m, n) matrices; full_matrices drawn for the svd's factors."""
+    params = {} if spec.name.startswith("qr") else {"full_matrices": draw(st.booleans())}
+    return Case([_matrices(draw, d, square=False)], params)
+
+
+@strategy("solve")
+@st.composite
+def solve(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """Well-conditioned square matrices and right-hand sides: a vector or (..., M, K)."""
+    a = _dominant(_matrices(draw, d, square=True))
+    m = a.shape[-1]
+    shape = (m,) if draw(st.booleans()) else (*a.shape[:-2], m, draw(st.integers(1, 3)))
+    return Case([a, draw(arrays(d, shape, lo=-1, hi=1))])
 
 
 # -- reductions, search, scans, sorting, take ----------------------------------------------

@@ -259,12 +259,25 @@ _SAME_NAME = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "sin": "Sin", "cos": "
               "tanh": "Tanh", "erf": "Erf", "abs": "Abs", "sigmoid": "Sigmoid",
               "add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div",
               "power": "Pow", "maximum": "Max", "minimum": "Min", "equal": "Equal",
-              "less": "Less", "greater": "Greater", "where": "Where"}
+              "less": "Less", "greater": "Greater", "where": "Where",
+              "asin": "Asin", "acos": "Acos", "atan": "Atan", "tan": "Tan", "sinh": "Sinh",
+              "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh",
+              "sign": "Sign", "bitwise_and": "BitwiseAnd", "bitwise_or": "BitwiseOr",
+              "bitwise_xor": "BitwiseXor", "bitwise_invert": "BitwiseNot",
+              "logical_and": "And", "logical_or": "Or", "logical_xor": "Xor"}
 
 
 @_handles(*_SAME_NAME)
 def _same_name(b, node, x, meta):
     return b.op(_SAME_NAME[node.op], x)
+
+
+@_handles("floor", "ceil", "round")
+def _rounding(b, node, x, meta):
+    """ONNX Floor, Ceil and Round (half to even) take floats; an integer is its own."""
+    if not dt.is_floating(node.dtype):
+        return b.op("Identity", x)
+    return b.op(node.op.capitalize(), x)
 
 
 @_handles("negative")

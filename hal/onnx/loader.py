@@ -295,6 +295,10 @@ _ELEMENTWISE = {
     "Where": F.where, "MatMul": F.matmul,
     "And": lambda a, b: F.where(a, b, a), "Or": lambda a, b: F.where(a, a, b),
     "Xor": F.not_equal,
+    "Asin": F.asin, "Acos": F.acos, "Atan": F.atan, "Tan": F.tan, "Sinh": F.sinh,
+    "Cosh": F.cosh, "Asinh": F.asinh, "Acosh": F.acosh, "Atanh": F.atanh, "Sign": F.sign,
+    "Floor": F.floor, "Ceil": F.ceil, "Round": F.round, "BitwiseAnd": F.bitwise_and,
+    "BitwiseOr": F.bitwise_or, "BitwiseXor": F.bitwise_xor, "BitwiseNot": F.bitwise_invert,
 }
 
 
@@ -353,12 +357,6 @@ def _pow(c, x, y):
 def _reciprocal(c, x):
     x = c.tensor(x)
     return F.divide(_one(x, 1), x)
-
-
-@_handles("Floor")
-def _floor(c, x):
-    x = c.tensor(x)
-    return F.where(F.isfinite(x), F.floor_divide(x, _one(x, 1)), x)  # inf // 1 is NaN
 
 
 @_handles("IsInf")

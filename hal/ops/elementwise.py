@@ -153,3 +153,75 @@ for _name, _fn in (("floor_divide", np.floor_divide), ("remainder", np.remainder
             promote=(0, 1), differentiable=False)
 declare("clip", COMPOSITE, "clip", ORDERED, _clip_ref, _clip_meta, promote=(),
         differentiable=False)
+
+
+# -- the rest of the Array API 2023.12's elementwise functions (extended: a backend with no
+# kernel falls back to the CPU, counted) ----------------------------------------------------
+def _expm1(z):
+    """numpy's expm1 for reals; for complex z = x + iy (which numpy has no loop for)
+    expm1(x) cos(y) - 2 sin(y/2)**2 + i exp(x) sin(y), accurate near 0, with C99's cexp
+    special values less one (a zero imaginary part kept, -1 + 0j at x = -inf)."""
+    if not np.iscomplexobj(z):
+        return np.expm1(z)
+    x, y = z.real, z.imag
+    real = np.expm1(x) * np.cos(y) - 2 * np.sin(y / 2) ** 2 + 0.0  # + 0.0: no -0 real part
+    imag = np.where(y == 0, y, np.exp(x) * np.sin(y))
+    finite_y = np.isfinite(y)
+    real = np.where(x == -np.inf, -1.0, np.where((x == np.inf) & ~finite_y, np.inf, real))
+    imag = np.where((x == -np.inf) & ~finite_y, 0.0,
+                    np.where((x == np.inf) & ~finite_y, np.nan, imag))
+    out = np.empty(np.shape(z), dtype=z.dtype)  # parts set apart: 1j * nan spoils the real
+    out.real, out.imag = real, imag
+    return out
+
+
+_REAL_FLOATS = dt.REALS
+_MORE_UNARY = {
+    **{name: (getattr(np, fn), dt.FLOATS, same, LOOSE) for name, fn in (
+        ("asin", "arcsin"), ("acos", "arccos"), ("atan", "arctan"), ("tan", "tan"),
+        ("sinh", "sinh"), ("cosh", "cosh"), ("asinh", "arcsinh"), ("acosh", "arccosh"),
+        ("atanh", "arctanh"), ("log1p", "log1p"), ("log2", "log2"), ("log10", "log10"))},
+    "expm1": (_expm1, dt.FLOATS, same, LOOSE),
+    # rounding: integers are their own floor, ceil, trunc and round (half to even)
+    **{name: (getattr(np, name), ORDERED, same, TOL) for name in ("floor", "ceil", "trunc")},
+    "round": (np.round, NONBOOL, same, TOL),
+    "sign": (np.sign, NONBOOL, same, TOL),
+    "signbit": (np.signbit, _REAL_FLOATS, to_bool, TOL),
+    "bitwise_invert": (np.invert, dt.INTEGERS, same, TOL),
+}
+_SMOOTH = frozenset(("asin", "acos", "atan", "tan", "sinh", "cosh", "asinh", "acosh", "atanh",
+                     "expm1", "log1p", "log2", "log10", "hypot", "copysign", "logaddexp"))
+"""The added ops with VJP and series rules (frontends/autograd); rounding, sign, signbit,
+the bitwise and logical ops are piecewise constant, and atan2 has no rules yet."""
+for _name, (_fn, _dtypes, _rule, _tol) in _MORE_UNARY.items():
+    declare(_name, EXTENDED, "unary", _dtypes, _fn, unary_meta(_rule), tolerance=_tol,
+            differentiable=_name in _SMOOTH)
+
+
+def _shift_domain(a, b):
+    """Negative shift counts are refused (numpy's shifts by them are undefined in C)."""
+    if b.dtype.kind == "i" and np.min(np.asarray(b), initial=0) < 0:
+        raise DomainError(
+            f"bitwise shift: a negative shift count of dtype {b.dtype.name}; shift counts "
+            "must be >= 0 (shift the other way instead)"
+        )
+
+
+_INTEGRAL = dt.BOOL + dt.INTEGERS
+_MORE_BINARY = {
+    "atan2": (np.arctan2, _REAL_FLOATS, same, LOOSE, None),
+    "hypot": (np.hypot, _REAL_FLOATS, same, TOL, None),
+    "copysign": (np.copysign, _REAL_FLOATS, same, TOL, None),
+    "logaddexp": (np.logaddexp, _REAL_FLOATS, same, LOOSE, None),
+    "bitwise_and": (np.bitwise_and, _INTEGRAL, same, TOL, None),
+    "bitwise_or": (np.bitwise_or, _INTEGRAL, same, TOL, None),
+    "bitwise_xor": (np.bitwise_xor, _INTEGRAL, same, TOL, None),
+    "bitwise_left_shift": (np.left_shift, dt.INTEGERS, same, TOL, _shift_domain),
+    "bitwise_right_shift": (np.right_shift, dt.INTEGERS, same, TOL, _shift_domain),
+    "logical_and": (np.logical_and, dt.BOOL, same, TOL, None),
+    "logical_or": (np.logical_or, dt.BOOL, same, TOL, None),
+    "logical_xor": (np.logical_xor, dt.BOOL, same, TOL, None),
+}
+for _name, (_fn, _dtypes, _rule, _tol, _domain) in _MORE_BINARY.items():
+    declare(_name, EXTENDED, "binary", _dtypes, _fn, binary_meta(_name, _rule), promote=(0, 1),
+            tolerance=_tol, domain=_domain, differentiable=_name in _SMOOTH)

@@ -1,4 +1,5 @@
-"""Reductions: sum, max, min (primitives); mean, var, all, any, argmax, argmin (composites)."""
+"""Reductions: sum, max, min (primitives); prod (extended); mean, var, all, any, argmax,
+argmin (composites)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ..runtime.errors import ShapeError
 from . import arguments, shapes
 from .spec import (
     COMPOSITE,
+    EXTENDED,
     LOOSE,
     ORDERED,
     PRIMITIVE,
@@ -39,6 +41,12 @@ for _name, _fn in (("max", np.max), ("min", np.min)):
         reduce_meta(_name, same, empty_ok=False),
     )
 
+declare(
+    "prod", EXTENDED, "reduction", dt.BOOL + dt.NUMERIC,
+    lambda x, *, axis=None, keepdims=False: np.prod(
+        x, axis=axis, keepdims=keepdims, dtype=sum_rule(x.dtype)),
+    reduce_meta("prod", sum_rule, empty_ok=True), tolerance=LOOSE, differentiable=False,
+)
 
 # -- composites (decompositions in hal/nn.py and hal/functions.py) ---------------------
 _mean_meta = reduce_meta("mean", same, empty_ok=True)  # an empty axis gives NaN, as numpy

@@ -195,6 +195,18 @@ def result_type(*args) -> np.dtype:
     return out
 
 
+
+def can_cast(from_, to, /) -> bool:
+    """True when the Array API's type promotion takes from_ (a dtype or a tensor's) to `to`:
+    within one kind (bool, integer, floating, real to complex) and result_type(from_, to)
+    is `to`. Across kinds (an integer to a float) the standard defines no promotion: False."""
+    source = from_.dtype if isinstance(getattr(from_, "dtype", None), np.dtype) else from_
+    source, target = dtype(source), dtype(to)
+    ks, kt = _KIND[source], _KIND[target]
+    if ks != kt and not (ks == 2 and kt == 3):
+        return False
+    return promote(source, target) == target
+
 # -- Array API inspection: finfo, iinfo, isdtype ---------------------------------------------
 @dataclass(frozen=True)
 class FInfo:

@@ -222,3 +222,226 @@ def test_boolean_scalar_indexing_refuses_what_numpy_does_otherwise():
         hal.asarray(5.0)[False]
     with pytest.raises(hal.ShapeError, match="bools beside integer indices"):
         hal.asarray(np.zeros((2, 3)))[0, True]
+
+
+# -- the rest of the 2023.12 namespace ------------------------------------------------------
+ARRAY_API_2023_12 = """
+__array_namespace_info__ abs acos acosh add all any arange argmax argmin argsort asarray asin
+asinh astype atan atan2 atanh bitwise_and bitwise_invert bitwise_left_shift bitwise_or
+bitwise_right_shift bitwise_xor broadcast_arrays broadcast_to can_cast ceil clip concat conj
+copysign cos cosh cumulative_sum divide empty empty_like equal exp expand_dims expm1 eye finfo
+flip floor floor_divide from_dlpack full full_like greater greater_equal hypot iinfo imag
+isdtype isfinite isinf isnan less less_equal linspace log log10 log1p log2 logaddexp
+logical_and logical_not logical_or logical_xor matmul matrix_transpose max maximum mean
+meshgrid min minimum moveaxis multiply negative nonzero not_equal ones ones_like permute_dims
+positive pow prod real remainder repeat reshape result_type roll round searchsorted sign
+signbit sin sinh sort sqrt square squeeze stack std subtract sum take tan tanh tensordot tile
+tril triu trunc unique_all unique_counts unique_inverse unique_values unstack var vecdot where
+zeros zeros_like""".split()
+LINALG_2023_12 = """cholesky cross det diagonal eigh eigvalsh inv matmul matrix_norm
+matrix_power matrix_rank matrix_transpose outer pinv qr slogdet solve svd svdvals tensordot
+trace vecdot vector_norm""".split()
+
+
+def test_hal_has_every_function_of_the_2023_12_standard_and_its_linalg():
+    assert len(ARRAY_API_2023_12) == 128 and len(LINALG_2023_12) == 23
+    assert [n for n in ARRAY_API_2023_12 if not hasattr(hal, n)] == []
+    assert [n for n in LINALG_2023_12 if not hasattr(hal.linalg, n)] == []
+
+
+_UNIT = np.array([-1.0, -0.5, -0.0, 0.0, 0.25, 0.999, 1.0, np.nan])
+_WIDE = np.array([-np.inf, -3.5, -2.5, -0.5, 0.5, 1.5, 2.5, 1e-9, 7.0, np.inf, np.nan])
+_NUMPY_NAME = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+               "acosh": "arccosh", "atanh": "arctanh", "atan2": "arctan2",
+               "bitwise_invert": "invert", "bitwise_left_shift": "left_shift",
+               "bitwise_right_shift": "right_shift"}
+
+
+def _numpy_of(name):
+    return getattr(np, _NUMPY_NAME.get(name, name))
+
+
+def _close(got, want, rtol=1e-6):
+    got = got.numpy()
+    assert got.dtype == np.asarray(want).dtype, (got.dtype, np.asarray(want).dtype)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["asin", "acos", "atanh", "atan", "tan", "sinh", "cosh",
+                                  "asinh", "acosh", "expm1", "log1p", "log2", "log10", "floor",
+                                  "ceil", "trunc", "round", "sign", "signbit"])
+def test_unary_functions_match_numpy(device, name):
+    fn, ref = getattr(hal, name), _numpy_of(name)
+    values = _UNIT if name in ("asin", "acos", "atanh") else _WIDE
+    if name == "acosh":
+        values = np.concatenate([values, [1.0, 1.5, 10.0]])
+    for d in (np.float64, np.float32):
+        if device.supports_dtype(hal.dtype(d)):
+            with np.errstate(all="ignore"):
+                _close(fn(_on(device, values.astype(d))), ref(values.astype(d)),
+                       1e-12 if d == np.float64 else 1e-6)
+    if name in ("floor", "ceil", "trunc", "round", "sign"):
+        _same(fn(_on(device, _I)), ref(_I))
+
+
+@pytest.mark.parametrize("name", ["atan2", "hypot", "copysign", "logaddexp"])
+def test_binary_float_functions_match_numpy(device, name):
+    a = np.array([1.0, -2.0, 0.0, -0.0, np.inf, -np.inf, np.nan, 3.0, 1e300])
+    b = np.array([[2.0], [-0.0], [np.inf]])
+    with np.errstate(all="ignore"):
+        _close(getattr(hal, name)(_on(device, a), _on(device, b)), _numpy_of(name)(a, b),
+               1e-12)
+
+
+def test_bitwise_and_logical_functions_and_operators_match_numpy(device):
+    i8 = np.array([-128, -5, 0, 7, 127], dtype=np.int8)
+    counts = np.array([0, 1, 3, 7, 8], dtype=np.int8)  # 8: every bit shifted out
+    x, c = _on(device, i8), _on(device, counts)
+    _same(x & c, i8 & counts)
+    _same(x | 3, i8 | 3)
+    _same(x ^ c, i8 ^ counts)
+    _same(~x, ~i8)
+    _same(x << c, np.left_shift(i8, counts))
+    _same(x >> c, np.right_shift(i8, counts))
+    u8 = np.array([255, 1, 128], dtype=np.uint8)
+    _same(_on(device, u8) >> _on(device, np.array([8, 0, 7], np.uint8)),
+          np.right_shift(u8, np.array([8, 0, 7], np.uint8)))
+    p, q = np.array([True, True, False, False]), np.array([True, False, True, False])
+    for name in ("logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+                 "bitwise_xor"):
+        _same(getattr(hal, name)(_on(device, p), _on(device, q)), getattr(np, name)(p, q))
+    _same(~_on(device, p), ~p)
+    with pytest.raises(hal.DomainError, match="negative shift count"):
+        hal.bitwise_left_shift(x, _on(device, np.array([-1], np.int8)))
+    assert hal.positive(x) is x and hal.pow is hal.power
+
+
+def test_can_cast_follows_promotion_within_kinds():
+    assert hal.can_cast(hal.int8, hal.int64) and not hal.can_cast(hal.int64, hal.int8)
+    assert hal.can_cast(hal.float32, hal.complex64) and not hal.can_cast(hal.int8, hal.float32)
+    assert hal.can_cast(hal.asarray(np.zeros(2, np.uint8)), hal.int32)
+
+
+_A = np.arange(24.0).reshape(2, 3, 4) - 7
+
+
+def test_manipulation_functions_match_numpy(device):
+    x = _on(device, _A)
+    _same(hal.flip(x), np.flip(_A))
+    _same(hal.flip(x, axis=(0, -1)), np.flip(_A, (0, -1)))
+    _same(hal.tile(x, (2, 1, 1, 3)), np.tile(_A, (2, 1, 1, 3)))
+    _same(hal.tile(x, (2,)), np.tile(_A, 2))
+    _same(hal.repeat(x, 3, axis=1), np.repeat(_A, 3, axis=1))
+    _same(hal.repeat(x, 2), np.repeat(_A, 2))
+    _same(hal.repeat(x, _on(device, np.array([2, 0, 1])), axis=1),
+          np.repeat(_A, [2, 0, 1], axis=1))
+    for k in (-1, 0, 2):
+        _same(hal.tril(x, k=k), np.tril(_A, k))
+        _same(hal.triu(x, k=k), np.triu(_A, k))
+    _same(hal.moveaxis(x, 0, -1), np.moveaxis(_A, 0, -1))
+    _same(hal.moveaxis(x, (0, 1), (2, 0)), np.moveaxis(_A, (0, 1), (2, 0)))
+    for got, want in zip(hal.unstack(x, axis=1), [_A[:, i] for i in range(3)]):
+        _same(got, want)
+    for got, want in zip(hal.broadcast_arrays(x, _on(device, _A[0, :, :1])),
+                         np.broadcast_arrays(_A, _A[0, :, :1])):
+        _same(got, want)
+    grids = [np.arange(3.0), np.arange(4.0), np.arange(2.0)]
+    for indexing in ("xy", "ij"):
+        for got, want in zip(hal.meshgrid(*(_on(device, g) for g in grids), indexing=indexing),
+                             np.meshgrid(*grids, indexing=indexing)):
+            _same(got, want)
+
+
+def test_prod_and_std_match_numpy(device):
+    x = _on(device, _A / 4)
+    _close(hal.prod(x, axis=1), np.prod(_A / 4, axis=1), 1e-12)
+    _same(hal.prod(_on(device, _I), axis=0), np.prod(_I, axis=0, dtype=np.int64))
+    _same(hal.prod(_on(device, np.zeros((0, 2)))), np.prod(np.zeros((0, 2))))
+    _close(hal.std(x, axis=(0, 2), correction=1, keepdims=True),
+           np.std(_A / 4, axis=(0, 2), ddof=1, keepdims=True), 1e-12)
+
+
+def test_searching_and_set_functions_match_numpy(device):
+    b = np.array([[0.0, 1.5, 0.0], [np.nan, 0.0, -2.0]])
+    for got, want in zip(hal.nonzero(_on(device, b)), np.nonzero(b)):
+        _same(got, want)
+    u = np.array([[3.0, 1.0, np.nan], [3.0, np.nan, 1.0]])
+    result = hal.unique_all(_on(device, u))
+    values, index, inverse, counts = np.unique(u.ravel(), return_index=True,
+                                               return_inverse=True, return_counts=True,
+                                               equal_nan=False)
+    _same(result.values, values)  # each NaN distinct, as the standard asks
+    _same(result.indices, index)
+    _same(result.inverse_indices, inverse.reshape(u.shape))
+    _same(result.counts, counts)
+    _same(hal.unique_values(_on(device, _I)), np.unique(_I))
+    _same(hal.unique_counts(_on(device, _I)).counts, np.unique(_I, return_counts=True)[1])
+    _same(hal.unique_inverse(_on(device, _I)).inverse_indices,
+          np.unique(_I, return_inverse=True)[1].reshape(_I.shape))
+    s, v = np.array([1.0, 2.0, 2.0, 3.0, np.nan]), np.array([[0.0, 2.0, np.nan], [3.0, 5.0, 2.5]])
+    for side in ("left", "right"):
+        _same(hal.searchsorted(_on(device, s), _on(device, v), side=side),
+              np.searchsorted(s, v, side=side))
+    order = np.argsort(np.array([5, 1, 3]))
+    _same(hal.searchsorted(_on(device, np.array([5, 1, 3])), _on(device, np.array([0, 3, 9])),
+                           sorter=_on(device, order)),
+          np.searchsorted(np.array([5, 1, 3]), np.array([0, 3, 9]), sorter=order))
+
+
+def test_value_dependent_shapes_are_refused_under_jit():
+    f = hal.jit(lambda t: hal.nonzero(t)[0])
+    with pytest.raises(hal.HalError, match="nonzero: its result's shape depends on the input"):
+        f(hal.asarray(np.array([0.0, 1.0])))
+    g = hal.jit(lambda t: hal.searchsorted(t, t))  # composed of ops: traced like any other
+    _same(g(hal.asarray(np.array([1.0, 2.0]))), np.array([0, 1]))
+
+
+def test_linalg_matches_numpy(device):
+    if not device.supports_dtype(hal.float64):
+        pytest.skip(f"{device.name} has no float64")
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 4, 4))
+    spd = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
+    r, rhs = rng.standard_normal((3, 5)), rng.standard_normal((2, 4, 3))
+    L, x, rect = hal.linalg, _on(device, spd), _on(device, r)
+
+    def close(got, want):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-9, atol=1e-10)
+
+    close(L.det(x), np.linalg.det(spd))
+    close(L.inv(x), np.linalg.inv(spd))
+    close(L.solve(x, _on(device, rhs)), np.linalg.solve(spd, rhs))
+    close(L.solve(x, _on(device, rhs[0, :, 0])),
+          np.stack([np.linalg.solve(m, rhs[0, :, 0]) for m in spd]))
+    close(L.cholesky(x), np.linalg.cholesky(spd))
+    close(L.cholesky(x, upper=True), np.swapaxes(np.linalg.cholesky(spd), -1, -2))
+    values, vectors = L.eigh(x)
+    close(values, np.linalg.eigvalsh(spd))
+    close((vectors * values[..., None, :]) @ L.matrix_transpose(vectors), spd)
+    close(L.slogdet(x).logabsdet, np.linalg.slogdet(spd)[1])
+    q, rr = L.qr(rect)
+    close(q @ rr, r)
+    u, s, vh = L.svd(rect, full_matrices=False)
+    close(s, np.linalg.svd(r, compute_uv=False))
+    close((u * s[None, :]) @ vh, r)
+    assert L.svd(rect).U.shape == (3, 3) and L.svd(rect).Vh.shape == (5, 5)
+    close(L.pinv(rect), np.linalg.pinv(r))
+    _same(L.matrix_rank(_on(device, np.ones((3, 3)))), np.array(1))
+    close(L.matrix_power(x, -2), np.linalg.matrix_power(spd, -2))
+    close(L.matrix_power(x, 5), np.linalg.matrix_power(spd, 5))
+    close(L.outer(_on(device, r[0]), _on(device, r[1])), np.outer(r[0], r[1]))
+    close(hal.vecdot(rect, rect), np.sum(r * r, axis=-1))
+    t = rng.standard_normal((4, 4, 2))
+    close(hal.tensordot(x, _on(device, t), axes=2), np.tensordot(spd, t, 2))
+    close(hal.tensordot(x, _on(device, t), axes=([1, 2], [0, 1])),
+          np.tensordot(spd, t, ([1, 2], [0, 1])))
+    close(L.diagonal(rect, offset=1), np.diagonal(r, 1))
+    close(L.trace(x, offset=-1), np.trace(spd, -1, axis1=-2, axis2=-1))
+    v, w = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    close(L.cross(_on(device, v), _on(device, w)), np.cross(v, w))
+    for order in (2, 1, np.inf, -np.inf, 0, 3):
+        close(L.vector_norm(rect, axis=1, ord=order), np.linalg.norm(r, ord=order, axis=1))
+    for order in ("fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf):
+        close(L.matrix_norm(x, ord=order), np.linalg.norm(spd, ord=order, axis=(-2, -1)))
+    with pytest.raises(hal.ShapeError, match=r"linalg\.det: needs a stack of square matrices"):
+        L.det(rect)

@@ -138,6 +138,100 @@ def select(condition, x, y):
     return x if condition else y
 
 
+# the rest of the Array API's elementwise functions: numpy's scalar functions, which numba
+# compiles (module level, so that numba caches them)
+def asin(x):
+    return np.arcsin(x)
+
+
+def acos(x):
+    return np.arccos(x)
+
+
+def atan(x):
+    return np.arctan(x)
+
+
+def tan(x):
+    return np.tan(x)
+
+
+def sinh(x):
+    return np.sinh(x)
+
+
+def cosh(x):
+    return np.cosh(x)
+
+
+def asinh(x):
+    return np.arcsinh(x)
+
+
+def acosh(x):
+    return np.arccosh(x)
+
+
+def atanh(x):
+    return np.arctanh(x)
+
+
+def expm1(x):
+    return np.expm1(x)
+
+
+def log1p(x):
+    return np.log1p(x)
+
+
+def log2(x):
+    return np.log2(x)
+
+
+def log10(x):
+    return np.log10(x)
+
+
+def floor(x):
+    return np.floor(x)
+
+
+def ceil(x):
+    return np.ceil(x)
+
+
+def trunc(x):
+    return np.trunc(x)
+
+
+def rint(x):
+    return np.rint(x)  # half to even, as numpy's round
+
+
+def atan2(a, b):
+    return np.arctan2(a, b)
+
+
+def hypot(a, b):
+    return np.hypot(a, b)
+
+
+def copysign(a, b):
+    return np.copysign(a, b)
+
+
+def bitwise_and(a, b):
+    return a & b
+
+
+def bitwise_or(a, b):
+    return a | b
+
+
+def bitwise_xor(a, b):
+    return a ^ b
+
+
 def cast(x):
     return x  # numba converts to the signature's result type
 
@@ -166,6 +260,16 @@ for _op, _fn, _dtypes in (
         ("subtract", subtract, NUMBERS), ("multiply", multiply, NUMBERS),
         ("divide", divide, FLOATS), ("power", power, FLOATS)):
     _elementwise(_op, _fn, _dtypes)
+for _op, _fn in (
+        ("asin", asin), ("acos", acos), ("atan", atan), ("tan", tan), ("sinh", sinh),
+        ("cosh", cosh), ("asinh", asinh), ("acosh", acosh), ("atanh", atanh),
+        ("expm1", expm1), ("log1p", log1p), ("log2", log2), ("log10", log10),
+        ("floor", floor), ("ceil", ceil), ("trunc", trunc), ("round", rint),
+        ("atan2", atan2), ("hypot", hypot), ("copysign", copysign)):
+    _elementwise(_op, _fn, FLOATS)
+for _op, _fn in (("bitwise_and", bitwise_and), ("bitwise_or", bitwise_or),
+                 ("bitwise_xor", bitwise_xor)):
+    _elementwise(_op, _fn, hal.INTEGERS)
 for _op, _fn, _dtypes in (
         ("relu", relu, ORDERED), ("maximum", maximum, ORDERED), ("minimum", minimum, ORDERED),
         ("equal", equal, hal.BOOL + NUMBERS), ("less", less, ORDERED),

@@ -110,6 +110,39 @@ TABLE: dict[str, Expression] = {
     "isnan": _predicate("isnan", "||", "0"),
     "isinf": _predicate("isinf", "||", "0"),
     "isfinite": _predicate("isfinite", "&&", "1"),
+    # the rest of the Array API's elementwise functions (real floating; complex falls back)
+    **{fn: Expression(float=f"{fn}({{0}})") for fn in (
+        "asin", "acos", "atan", "tan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1",
+        "log1p", "log2", "log10")},
+    "floor": Expression(float="floor({0})", integer="{0}"),
+    "ceil": Expression(float="ceil({0})", integer="{0}"),
+    "trunc": Expression(float="trunc({0})", integer="{0}"),
+    "round": Expression(float="rint({0})", integer="{0}"),  # half to even, as numpy
+    "atan2": Expression(float="atan2({0}, {1})"),
+    "hypot": Expression(float="hypot({0}, {1})"),
+    "copysign": Expression(float="copysign({0}, {1})"),
+    "logaddexp": Expression(float="hal_logaddexp_{N}({0}, {1})",
+                            helpers={"float": ("logaddexp",)}),
+    # numpy's sign: 0 for +-0, NaN for NaN
+    "sign": Expression(float="(({0} > 0) ? (({T})1) : (({0} < 0) ? (({T})-1) : "
+                             "(({0} == 0) ? (({T})0) : {0})))",
+                       integer="(({0} > 0) ? (({T})1) : (({0} < 0) ? (({T})-1) : (({T})0)))"),
+    "signbit": Expression(float="(signbit({0}) != 0)"),
+    "bitwise_and": Expression(integer="(({T})({0} & {1}))"),
+    "bitwise_or": Expression(integer="(({T})({0} | {1}))"),
+    "bitwise_xor": Expression(integer="(({T})({0} ^ {1}))"),
+    "bitwise_invert": Expression(integer="(({T})(~{0}))"),
+    # numpy: a count of the width or more shifts every bit out (0, or -1 for a negative
+    # value shifted right); C leaves those counts undefined
+    "bitwise_left_shift": Expression(
+        integer="(({1}) >= (({T})(8 * sizeof({T}))) ? (({T})0) : (({T})(({U}){0} << {1})))"),
+    "bitwise_right_shift": Expression(
+        integer="(({1}) >= (({T})(8 * sizeof({T}))) ? (({0} < 0) ? (({T})-1) : (({T})0)) "
+                ": (({T})({0} >> {1})))",
+        unsigned="(({1}) >= (({T})(8 * sizeof({T}))) ? (({T})0) : (({T})({0} >> {1})))"),
+    "logical_and": Expression(integer="({0} && {1})"),
+    "logical_or": Expression(integer="({0} || {1})"),
+    "logical_xor": Expression(integer="(({0} != 0) != ({1} != 0))"),
     # activations (hal.ops.ACTIVATIONS): composites that a kernel computes in one pass
     "relu": Expression(float="(({0} > 0 || {0} != {0}) ? {0} : (({T})0))",
                        integer="(({0} > 0) ? {0} : (({T})0))"),
@@ -151,6 +184,16 @@ HELPERS: dict[str, str] = {
     "unsigned_division": """
 {Q} {T} hal_floor_divide_{N}({T} a, {T} b) {{ return b ? a / b : 0; }}
 {Q} {T} hal_remainder_{N}({T} a, {T} b) {{ return b ? a % b : 0; }}
+""",
+    # numpy's npy_logaddexp: log(exp(a) + exp(b)) without overflow; equal infinities stay
+    "logaddexp": """
+{Q} {T} hal_logaddexp_{N}({T} a, {T} b) {{
+  if (a == b) return a + ({T})0.6931471805599453;
+  const {T} d = a - b;
+  if (d > 0) return a + log1p(exp(-d));
+  if (d <= 0) return b + log1p(exp(d));
+  return d;
+}}
 """,
     # numpy's npy_divmod: the exact fmod, then the quotient rounded to its floor
     "float_division": """

@@ -67,6 +67,25 @@ TABLE: dict[str, Expression] = {
     "floor_divide": _division("floor_divide"),
     "remainder": _division("remainder"),
     "where": _same("{1} if {0} else {2}"),
+    # the rest of the Array API's elementwise functions (real floating; complex falls back)
+    **{name: Expression(float=f"np.{fn}({{0}})") for name, fn in (
+        ("asin", "arcsin"), ("acos", "arccos"), ("atan", "arctan"), ("tan", "tan"),
+        ("sinh", "sinh"), ("cosh", "cosh"), ("asinh", "arcsinh"), ("acosh", "arccosh"),
+        ("atanh", "arctanh"), ("expm1", "expm1"), ("log1p", "log1p"), ("log2", "log2"),
+        ("log10", "log10"), ("signbit", "signbit"), ("sign", "sign"))},
+    **{fn: Expression(float=f"np.{fn}({{0}})", integer="{0}")
+       for fn in ("floor", "ceil", "trunc")},
+    "round": Expression(float="np.rint({0})", integer="{0}"),  # half to even, as numpy
+    **{name: Expression(float=f"np.{fn}({{0}}, {{1}})") for name, fn in (
+        ("atan2", "arctan2"), ("hypot", "hypot"), ("copysign", "copysign"),
+        ("logaddexp", "logaddexp"))},
+    "bitwise_and": Expression(integer="{0} & {1}"),
+    "bitwise_or": Expression(integer="{0} | {1}"),
+    "bitwise_xor": Expression(integer="{0} ^ {1}"),
+    "bitwise_invert": Expression(integer="~{0}"),
+    "logical_and": Expression(integer="{0} and {1}"),
+    "logical_or": Expression(integer="{0} or {1}"),
+    "logical_xor": Expression(integer="{0} != {1}"),
 }
 """Op name -> its Python expression. `astype` converts by the node's cast (`render`)."""
 

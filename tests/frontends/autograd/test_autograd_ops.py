@@ -23,6 +23,7 @@ def _case(rng, device, dtype):
     pos = t(rng.uniform(0.5, 2.0, (3, 4)))
     posb = t(rng.uniform(0.5, 2.0, 4))
     away = t(rng.uniform(0.3, 2.0, (3, 4)) * rng.choice([-1, 1], (3, 4)))
+    unit = t(rng.uniform(-0.8, 0.8, (3, 4)))
     z = (t(rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4)), cdtype)
          if device.supports_dtype(cdtype) else None)  # None: the device has no complex
     sq = t(rng.standard_normal((4, 4)))
@@ -45,6 +46,13 @@ def _case(rng, device, dtype):
         "cos": (hal.cos, (x,)),
         "tanh": (hal.tanh, (x,)),
         "erf": (hal.erf, (x,)),
+        **{n: (getattr(hal, n), (unit,)) for n in ("asin", "acos", "atanh", "atan", "tan",
+                                                   "sinh", "cosh", "asinh", "expm1")},
+        "acosh": (hal.acosh, (pos + 1,)),
+        **{n: (getattr(hal, n), (pos,)) for n in ("log1p", "log2", "log10")},
+        "hypot": (hal.hypot, (x, posb)),
+        "logaddexp": (hal.logaddexp, (x, y)),
+        "copysign": (hal.copysign, (away, y)),
         "add": (hal.add, (x, y)),
         "subtract": (hal.subtract, (x, y)),
         "multiply": (hal.multiply, (x, y)),
