@@ -142,7 +142,7 @@ def svdvals(x, /) -> Tensor:
 def _tolerance(x: Tensor, s: Tensor, rtol) -> Tensor:
     """rtol (default max(M, N) * eps) times each matrix's largest singular value."""
     if rtol is None:
-        rtol = builtins.max(x.shape[-2:]) * float(np.finfo(s.dtype).eps)
+        rtol = builtins.max(x.shape[-2:]) * float(dt.machine_limits(s.dtype).eps)
     elif not isinstance(rtol, Tensor):
         rtol = arguments.real("linalg", "rtol", rtol)
     if s.size == 0:  # no singular values (an empty matrix or batch): nothing to compare
