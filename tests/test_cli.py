@@ -80,3 +80,13 @@ def test_conformance_on_a_chosen_device(capsys):
     assert main(["conformance", "--backend", "null:x"]) == 2
     assert main(["conformance", "--backend", "null:3", "--ops", "add"]) == 1
     assert "out of range" in capsys.readouterr().out
+
+
+def test_python_dash_m_hal_is_the_hal_command():
+    done = subprocess.run([sys.executable, "-m", "hal", "--help"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "devices" in done.stdout and "bench" in done.stdout
+    bad = subprocess.run([sys.executable, "-m", "hal", "nosuch"], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "nosuch" in bad.stderr
