@@ -99,6 +99,12 @@ def _time_block(device: hal.Device, run: Any, tensors: list, options: dict, inne
     return device.elapsed(start, end) / inner
 
 
+def computes_on_host(device: hal.Device) -> bool:
+    """True where the device's work runs on the host CPU in this process (its tensors live
+    in host memory), so that the process's CPU time measures that work."""
+    return device.capabilities.memory == "host"
+
+
 def measure(
     workload: Workload,
     suite: str,
@@ -152,7 +158,7 @@ def measure(
         return record
     try:
         with hal.fallback_policy(timing.fallback):
-            record.samples, record.inner_loops, record.energy = _sample(
+            record.samples, record.cpu_samples, record.inner_loops, record.energy = _sample(
                 workload, device, tensors, timing)
     except Exception as exc:  # e.g. out of memory only once calls pile up
         record.status, record.error = "failed", f"while timing: {type(exc).__name__}: {exc}"
@@ -204,9 +210,10 @@ def calibrate(workload: Workload, device: hal.Device, tensors: list, sample_time
 
 def _sample(
     workload: Workload, device: hal.Device, tensors: list, timing: TimingOptions
-) -> tuple[list[float], int, dict[str, Any]]:
-    """Warm up (discarded), calibrate the inner loop, then sample; the device's energy
-    counter is read around the samples (`benchmarks.energy`).
+) -> tuple[list[float], list[float], int, dict[str, Any]]:
+    """Warm up (discarded), calibrate the inner loop, then sample: (seconds per call, the
+    process's CPU seconds per call beside each sample where the device computes on the host
+    (else empty), the inner loop, the energy read around the samples (`benchmarks.energy`)).
 
     At least `min_samples` are taken; more, up to `max_samples`, while within `budget`. A
     single-stream workload's samples are single calls (queries), up to `queries` of them
@@ -220,14 +227,19 @@ def _sample(
         inner = calibrate(workload, device, tensors, timing.sample_time)
         most, budget = timing.max_samples, timing.budget
     samples: list[float] = []
+    cpu: list[float] = []
+    on_host = computes_on_host(device)
     meter = energy.EnergyMeter(energy.counter_for(device))
     counted = meter.start()
     started = time.perf_counter()
     while len(samples) < most and (
         len(samples) < timing.min_samples or time.perf_counter() - started < budget
     ):
+        cpu_start = time.process_time()
         samples.append(_time_block(device, workload.run, tensors, workload.options, inner))
-    return samples, inner, meter.stop(counted, len(samples) * inner)
+        if on_host:
+            cpu.append((time.process_time() - cpu_start) / inner)
+    return samples, cpu, inner, meter.stop(counted, len(samples) * inner)
 
 
 def derived_metrics(record: Measurement, median: float, peaks: dict[str, Any]) -> dict[str, float]:
@@ -290,6 +302,7 @@ def merge_rounds(earlier: Measurement, later: Measurement, peaks: dict[str, Any]
     merged = replace(
         later,
         samples=earlier.samples + later.samples,
+        cpu_samples=earlier.cpu_samples + later.cpu_samples,
         inner_loops=earlier.inner_loops,
         rounds=earlier.rounds + later.rounds,
         energy=pooled_energy(earlier.energy, later.energy),

@@ -271,8 +271,7 @@ def run_compare(args: argparse.Namespace) -> int:
             print(_printable(f"warning: different setups, compared anyway (--force): {diffs}"))
         rows = compare.compare_runs(base, new, args.threshold, args.alpha)
         code = compare.exit_code(rows)
-        noise = compare.pair_noise(base, new)
-        if noise is not None:
+        for noise in compare.pair_noise(base, new).values():
             print(_printable(noise.describe()))
     for results in (base, new):
         warning = None if results is None else compare.busy_warning(results)

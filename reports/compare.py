@@ -4,11 +4,15 @@ Per matching key: the speedup `median(base) / median(new)` (>1: NEW is faster) w
 bootstrap CI, the Mann-Whitney p-value, and a verdict. A change is a regression or an
 improvement only when it is significant (Mann-Whitney and the bootstrap CI agree) and
 larger than both the minimum effect (`threshold`) and the noise of that workload between
-these two runs (`noise_limit`): NOISE_FACTOR standard deviations of the workload's own
-repeat-to-repeat spread on each side (IQR of its samples, pooled over its interleaved
-rounds) and of the run-to-run noise of the pair over all workloads (`run_noise`), added
-in quadrature. Exit codes: 0 no regression, 1 a regression or new failure, 2 not
-comparable.
+these two runs (`noise_limit`): NOISE_FACTOR standard deviations of the uncertainty of
+each side's median (from its repeats) and of the run-to-run noise of the pair over all
+workloads (`run_noise`), added in quadrature.
+
+When either run started on a loaded machine (`busy_warning`), what all workloads share is
+the load, not the code: each workload's change is taken relative to the pair's median
+change, and workloads measured on the host CPU are judged on the process's CPU time
+(`Measurement.cpu_samples`), which leaves out the time the process waited for a core.
+Exit codes: 0 no regression, 1 a regression or new failure, 2 not comparable.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.stats as sps
 
 from benchmarks.schema.records import Measurement, Results, RunRecord, fingerprinted_env
 from benchmarks.stats import mann_whitney_p, speedup
@@ -30,14 +35,20 @@ RUN_NOISE_KEYS = 5
 """Workloads two runs must share for their run-to-run noise to be estimated from them."""
 NOISE_FACTOR = 3.0
 """A change must exceed this many standard deviations of its noise (3: one workload in a
-thousand crosses it by chance for normal noise; timing noise has heavier tails)."""
+thousand crosses it by chance for normal noise; timing noise has heavier tails), more where
+the run-to-run noise is estimated from few workloads (`noise_factor`)."""
 IQR_PER_SIGMA = 1.349
+MEDIAN_EFFICIENCY = 1.2533
+"""The standard error of a median is this times sigma / sqrt(n) (normal samples)."""
+CLOCKS = ("wall", "cpu")
+"""What a comparison times: wall seconds (`samples`) or the process's CPU seconds
+(`cpu_samples`)."""
 
 
 @dataclass
 class Comparison:
     """One key compared: medians, speedup with CI, p-value, the noise a change had to
-    exceed (relative), verdict and why."""
+    exceed (relative), the clock judged on, verdict and why."""
 
     suite: str
     workload: str
@@ -54,60 +65,93 @@ class Comparison:
     verdict: str
     note: str = ""
     noise: float | None = None
+    clock: str = "wall"
 
 
 @dataclass(frozen=True)
 class RunNoise:
-    """How much two runs differ over the workloads both measured: the median change
-    (`shift`, new / base time) and the robust standard deviation of the log changes
-    (`sigma`), from `keys` workloads; `busy` when either run started on a loaded machine,
-    so that a change every workload shares counts as noise."""
+    """How much two runs differ over the workloads both measured on one clock: the median
+    change (`shift`, new / base time) and the robust standard deviation of the log changes
+    around it (`sigma`), from `keys` workloads; `busy` when either run started on a loaded
+    machine, so that the change every workload shares counts as load."""
 
     keys: int
     shift: float
     sigma: float
     busy: bool
+    clock: str = "wall"
 
     def describe(self) -> str:
         """One line for the terminal."""
-        text = (f"run-to-run noise over {self.keys} workloads: the median one moved "
+        what = "CPU time" if self.clock == "cpu" else "time"
+        text = (f"run-to-run noise over {self.keys} workloads ({what}): the median one moved "
                 f"{100 * (self.shift - 1):+.1f}%, standard deviation {100 * self.sigma:.1f}%")
         if self.busy:
-            text += " (a busy run: a change all workloads share counts as load, not code)"
+            text += " (a busy run: the change all workloads share counts as load, not code)"
         return text
 
 
-def repeat_sigma(m: Measurement) -> float:
-    """A measurement's repeat-to-repeat spread as a relative standard deviation: IQR /
-    median of its samples / 1.349 (robust; 0 without samples' statistics)."""
-    stats = m.stats or {}
-    iqr, median = stats.get("iqr"), stats.get("median")
-    return float(iqr / median / IQR_PER_SIGMA) if iqr and median else 0.0
+def timings(m: Measurement, clock: str) -> list[float]:
+    """A measurement's seconds per call on `clock` (wall or the process's CPU time)."""
+    return m.cpu_samples if clock == "cpu" else m.samples
 
 
-def noise_limit(base: Measurement, new: Measurement, run_sigma: float = 0.0) -> float:
+def clock_median(m: Measurement, clock: str) -> float | None:
+    """The median seconds per call on `clock` (None without any)."""
+    if clock == "cpu":
+        return float(np.median(m.cpu_samples)) if m.cpu_samples else None
+    return m.median
+
+
+def median_sigma(m: Measurement, clock: str = "wall") -> float:
+    """The relative standard error of a measurement's median on `clock`: MEDIAN_EFFICIENCY x
+    (IQR / 1.349) / median / sqrt(n) of its samples (robust; from its statistics where it
+    kept no samples; 0 without either)."""
+    samples = timings(m, clock)
+    if len(samples) >= 2:
+        q1, median, q3 = np.percentile(samples, [25, 50, 75])
+        iqr, n = q3 - q1, len(samples)
+    else:
+        stats = (m.stats or {}) if clock == "wall" else {}
+        iqr, median, n = stats.get("iqr"), stats.get("median"), stats.get("n") or 1
+    if not iqr or not median:
+        return 0.0
+    return float(MEDIAN_EFFICIENCY * iqr / median / IQR_PER_SIGMA / math.sqrt(n))
+
+
+def noise_factor(keys: int | None = None) -> float:
+    """How many standard deviations a change must exceed: NOISE_FACTOR, widened as a
+    Student t bound of the same tail where the run-to-run noise was estimated from `keys`
+    workloads (11 workloads: 3.96; 50: 3.16)."""
+    if not keys or keys < 2:
+        return NOISE_FACTOR
+    tail = float(sps.norm.sf(NOISE_FACTOR))
+    return max(NOISE_FACTOR, float(sps.t.isf(tail, keys - 1)))
+
+
+def noise_limit(base: Measurement, new: Measurement, run_sigma: float = 0.0,
+                clock: str = "wall", keys: int | None = None) -> float:
     """The relative change a workload must exceed to stand out of its noise between two
-    runs: NOISE_FACTOR x the quadrature sum of both sides' repeat spread and the pair's
-    run-to-run noise `run_sigma` (log units)."""
-    sigma = math.sqrt(repeat_sigma(base) ** 2 + repeat_sigma(new) ** 2 + run_sigma ** 2)
-    return math.expm1(NOISE_FACTOR * sigma)
+    runs: `noise_factor(keys)` x the quadrature sum of both medians' standard errors and the
+    pair's run-to-run noise `run_sigma` (log units, estimated from `keys` workloads)."""
+    sigma = math.sqrt(median_sigma(base, clock) ** 2 + median_sigma(new, clock) ** 2
+                      + run_sigma ** 2)
+    return math.expm1(noise_factor(keys) * sigma)
 
 
-def run_noise(pairs: list[tuple[Measurement, Measurement]], busy: bool) -> RunNoise | None:
-    """The run-to-run noise of two runs, from the log ratios of the medians of the
-    workloads both measured ok (None with fewer than RUN_NOISE_KEYS of them).
-
-    The spread is 1.4826 x the median absolute deviation of the log ratios: about their
-    median on a quiet machine (a change all workloads share, such as shared code becoming
-    slower, is then a change), about zero when either run was busy (a shared change is
-    then the machine's load)."""
-    logs = np.array([math.log(b.median / a.median) for a, b in pairs
-                     if a.status == b.status == "ok" and a.median and b.median])
+def run_noise(pairs: list[tuple[Measurement, Measurement]], busy: bool,
+              clock: str = "wall") -> RunNoise | None:
+    """The run-to-run noise of two runs on `clock`, from the log ratios of the medians of
+    the workloads both measured ok (None with fewer than RUN_NOISE_KEYS of them): 1.4826 x
+    the median absolute deviation of the log ratios about their median."""
+    medians = [(clock_median(a, clock), clock_median(b, clock)) for a, b in pairs
+               if a.status == b.status == "ok"]
+    logs = np.array([math.log(b / a) for a, b in medians if a and b])
     if logs.size < RUN_NOISE_KEYS:
         return None
-    center = 0.0 if busy else float(np.median(logs))
+    center = float(np.median(logs))
     sigma = 1.4826 * float(np.median(np.abs(logs - center)))
-    return RunNoise(int(logs.size), math.exp(float(np.median(logs))), sigma, busy)
+    return RunNoise(int(logs.size), math.exp(center), sigma, busy, clock)
 
 
 def judge(
@@ -115,14 +159,15 @@ def judge(
     new: Measurement | None,
     threshold: float = 0.05,
     alpha: float = 0.01,
-    run_sigma: float = 0.0,
+    noise: RunNoise | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Verdict for one key and the figures behind it.
 
     Improved/regressed need a change beyond `1 + threshold` and beyond the workload's
-    noise (`noise_limit`, with the pair's run-to-run noise `run_sigma`), either way; and,
-    when both sides have raw samples, a Mann-Whitney p-value below `alpha` and a 99%
-    bootstrap CI of the speedup that excludes 1.
+    noise (`noise_limit`, with the pair's run-to-run `noise`) either way; and, when both
+    sides have raw samples, a Mann-Whitney p-value below `alpha` and a 99% bootstrap CI of
+    the speedup that excludes 1. With a busy pair's noise the change is taken relative to
+    the change all workloads share (`noise.shift`), on `noise.clock`.
     """
     figures: dict[str, Any] = {
         "speedup": None,
@@ -145,9 +190,11 @@ def judge(
     if base.status != "ok" or new.status != "ok" or not base.median or not new.median:
         figures["note"] = f"status {base.status} -> {new.status}"
         return "incomparable", figures
-    if base.samples and new.samples:
-        s = speedup(base.samples, new.samples)
-        p = mann_whitney_p(base.samples, new.samples)
+    clock = noise.clock if noise else "wall"
+    a, b = timings(base, clock), timings(new, clock)
+    if a and b:
+        s = speedup(a, b)
+        p = mann_whitney_p(a, b)
         figures.update(speedup=s.ratio, ci_low=s.ci_low, ci_high=s.ci_high, p_value=p)
         # Both tests must agree: Mann-Whitney, and a bootstrap CI that excludes 1.
         significant = not pd.isna(p) and p < alpha and (s.ci_low > 1 or s.ci_high < 1)
@@ -155,10 +202,13 @@ def judge(
         figures["speedup"] = base.median / new.median
         figures["note"] = "no raw samples: threshold and spread only"
         significant = True
-    noise = max(threshold, noise_limit(base, new, run_sigma))
-    figures["noise"] = noise
-    ratio = figures["speedup"]
-    if significant and max(ratio, 1 / ratio) > 1 + noise:
+    if clock == "cpu":
+        figures["note"] = "judged on CPU time (a busy run)"
+    limit = max(threshold, noise_limit(base, new, noise.sigma if noise else 0.0, clock,
+                                       noise.keys if noise else None))
+    figures["noise"] = limit
+    ratio = figures["speedup"] * (noise.shift if noise and noise.busy else 1.0)
+    if significant and max(ratio, 1 / ratio) > 1 + limit:
         return ("improved" if ratio > 1 else "regressed"), figures
     if significant and max(ratio, 1 / ratio) > 1 + threshold:
         figures["note"] = figures["note"] or "within the noise"
@@ -170,12 +220,17 @@ def _comparison(
     new: Measurement | None,
     threshold: float,
     alpha: float,
-    run_sigma: float = 0.0,
+    noises: dict[str, RunNoise] | None = None,
 ) -> Comparison:
-    """Compare two measurements of one workload key."""
+    """Compare two measurements of one workload key against the pair's `noises`."""
     either = base or new
     assert either is not None
-    verdict, figures = judge(base, new, threshold, alpha, run_sigma)
+    noise = None
+    if noises and base is not None and new is not None:
+        noise = noises.get("cpu" if base.cpu_samples and new.cpu_samples else "wall")
+        noise = noise or noises.get("wall")
+    verdict, figures = judge(base, new, threshold, alpha, noise)
+    clock = noise.clock if noise else "wall"
     return Comparison(
         suite=either.suite,
         workload=either.workload,
@@ -183,20 +238,26 @@ def _comparison(
         dtype=either.dtype,
         base=base.device if base else "",
         new=new.device if new else "",
-        base_median=base.median if base else None,
-        new_median=new.median if new else None,
+        base_median=clock_median(base, clock) if base else None,
+        new_median=clock_median(new, clock) if new else None,
         verdict=verdict,
+        clock=clock,
         **figures,
     )
 
 
-def pair_noise(base: Results, new: Results) -> RunNoise | None:
-    """The run-to-run noise of two runs (see `run_noise`); busy when either started on a
-    loaded machine (`busy_warning`)."""
+def pair_noise(base: Results, new: Results) -> dict[str, RunNoise]:
+    """The run-to-run noise of two runs per clock (see `run_noise`): wall time, and the
+    process's CPU time when either run started on a loaded machine (`busy_warning`) and
+    enough workloads have it on both sides; a clock is missing with too few workloads."""
     a = {m.key: m for m in base.measurements}
     pairs = [(a[m.key], m) for m in new.measurements if m.key in a]
     busy = busy_warning(base) is not None or busy_warning(new) is not None
-    return run_noise(pairs, busy)
+    noises = {"wall": run_noise(pairs, busy)}
+    if busy:
+        noises["cpu"] = run_noise([(x, y) for x, y in pairs if x.cpu_samples and y.cpu_samples],
+                                  busy, "cpu")
+    return {clock: noise for clock, noise in noises.items() if noise is not None}
 
 
 def compare_runs(
@@ -206,10 +267,9 @@ def compare_runs(
     change judged against the pair's run-to-run noise (`pair_noise`) too."""
     a = {m.key: m for m in base.measurements}
     b = {m.key: m for m in new.measurements}
-    noise = pair_noise(base, new)
-    sigma = noise.sigma if noise else 0.0
+    noises = pair_noise(base, new)
     keys = sorted(a.keys() | b.keys())
-    return [_comparison(a.get(k), b.get(k), threshold, alpha, sigma) for k in keys]
+    return [_comparison(a.get(k), b.get(k), threshold, alpha, noises) for k in keys]
 
 
 def compare_backends(

@@ -19,7 +19,7 @@ from typing import Any
 from benchmarks.schema.validation import from_dict, type_problem
 from benchmarks.stats import Summary
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 STATUSES = ("ok", "failed", "skipped", "timeout")
 MeasurementKey = tuple[str, str, str, str, str, str]
 
@@ -88,7 +88,11 @@ class Placement:
 class Measurement:
     """One measurement: a workload with its params on one backend, device and dtype.
 
-    `samples` are seconds per call (each the mean of `inner_loops` calls); `stats` is a
+    `samples` are seconds per call (each the mean of `inner_loops` calls); `cpu_samples`
+    (added in schema 1.5) the process's CPU seconds per call beside each sample where the
+    device computes on the host CPU, else empty: the time a process waited for a core is
+    not in them, so on a loaded machine they vary far less than `samples` (`hal compare`
+    judges busy runs on them); `stats` is a
     `benchmarks.stats.Summary` as a dict; `metrics` holds derived rates (`gflops`, `gbps`,
     `items_per_s`, `pct_of_peak`) and figures measured apart from the samples (a call's
     memory footprint, the first call's time in a fresh process); `flops`, `bytes` and
@@ -120,6 +124,7 @@ class Measurement:
     warmup: int = 0
     inner_loops: int = 1
     samples: list[float] = field(default_factory=list)
+    cpu_samples: list[float] = field(default_factory=list)
     stats: dict[str, Any] | None = None
     flops: float | None = None
     bytes: float | None = None
@@ -162,7 +167,7 @@ class Measurement:
         """A measurement from its JSON record (record keys this version lacks are ignored);
         TypeError or ValueError says what makes a record unusable."""
         m = from_dict(cls, record)
-        if not all(math.isfinite(s) for s in m.samples):
+        if not all(math.isfinite(s) for s in m.samples + m.cpu_samples):
             raise ValueError("samples hold NaN or infinity")
         for name in {f.name for f in fields(Summary)} & set(m.stats or {}):
             problem = type_problem(m.stats[name], float | None, f"stats.{name}")
