@@ -35,7 +35,8 @@ class TimingOptions:
     """How to measure: samples wanted, time per sample, budget per measurement, and the
     CPU-fallback policy (`error`, `warn` or `allow`) the workload runs under. A
     single-stream workload takes up to `queries` samples of one call each within
-    `query_budget` seconds (at least `min_samples`), for its latency percentiles."""
+    `query_budget` seconds (at least `min_samples`), for its latency percentiles.
+    `quick_run` marks a `--quick` run, which leaves out the workloads marked `full_only`."""
 
     warmup: int = 2
     min_samples: int = 10
@@ -45,6 +46,7 @@ class TimingOptions:
     fallback: str = "error"
     queries: int = 200  # enough for a p99 that is not the slowest query
     query_budget: float = 10.0
+    quick_run: bool = False
 
     def per_round(self, rounds: int) -> TimingOptions:
         """The share of one round when a measurement is split into `rounds` rounds."""
@@ -62,7 +64,7 @@ class TimingOptions:
         """Fewer, shorter samples for `--quick` runs (8 still give a 99% CI: [min, max]; 100
         queries a 99th percentile that is the slowest)."""
         return cls(warmup=1, min_samples=8, max_samples=15, sample_time=0.005, budget=0.5,
-                   queries=100, query_budget=5.0)
+                   queries=100, query_budget=5.0, quick_run=True)
 
 
 def sync_method(device: hal.Device) -> str:
@@ -131,6 +133,11 @@ def measure(
         warmup=timing.warmup,
         fallback_policy=timing.fallback,
     )
+    if workload.full_only and timing.quick_run:
+        record.status = "skipped"
+        record.error = (f"NotMeasuredHere: left out of --quick runs ({workload.full_only}); "
+                        "a run without --quick measures it")
+        return record
     try:
         case = workload.build(np.dtype(hal.dtype(dtype)))
         tensors = [hal.asarray(a, device=device) for a in case.inputs]

@@ -75,6 +75,8 @@ class Workload:
     projection), recorded in the measurement's facts. `single_stream` marks an inference
     workload timed as MLPerf's single-stream scenario: one query (call) per sample, many
     of them (`TimingOptions.queries`), so the samples give latency percentiles.
+    `full_only` says why a workload is left out of `--quick` runs (too slow for them); such
+    a run records it as skipped with that reason.
     """
 
     name: str
@@ -91,6 +93,7 @@ class Workload:
     first_call: bool = False
     facts: Callable[..., dict[str, float | str]] | None = None
     single_stream: bool = False
+    full_only: str | None = None
 
     def tolerance(self, dtype: str) -> float:
         """Allowed normwise relative error of the output for `dtype`."""
