@@ -20,7 +20,7 @@ import functools
 import json
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +182,10 @@ class _Recorder:
         self.save_run()
 
     def measured(self, device: DeviceRecord, task: Task, m: Measurement) -> None:
-        """Append a measurement (pooled with its earlier rounds); fold peaks in."""
+        """Append a measurement (pooled with its earlier rounds); fold peaks in. A host
+        peer left to the device that measures the host's peers gets that device's record
+        (`copied_host_peer`)."""
+        m = copied_host_peer(m, self.records)
         measuring = measures_peak(task.workload.peak, device.capabilities)
         if m.key in self.records:  # a peak workload has no % of a peak still being measured
             peaks = {} if measuring else device.peaks
@@ -204,6 +207,29 @@ class _Recorder:
             self._host_stream(m)
         label = f"{m.device} {m.suite}/{m.workload} {m.dtype}"
         self.progress.update(self.bar, advance=1, description=f"{label} {m.status}")
+
+
+def host_peers_device(measured: list[str]) -> str | None:
+    """The device whose child measures the peers that compute on the host CPU for every
+    device in host memory: the first cpu device already measured in this round (None: each
+    device measures them itself)."""
+    return next((name for name in measured if name.partition(":")[0] == "cpu"), None)
+
+
+def copied_host_peer(m: Measurement, records: dict[MeasurementKey, Measurement]) -> Measurement:
+    """`m` where it measured; for a host peer left to another device (PeerMeasuredElsewhere
+    names it), that device's record of the same workload (its figures, or why it has none)
+    as this device's, with the fact `measured_under`: the same computation on the same CPU,
+    measured once."""
+    if m.status != "skipped" or not (m.error or "").startswith("PeerMeasuredElsewhere"):
+        return m
+    under = m.error.rsplit("measured under ", 1)[-1].split()[0]
+    key = (*m.key[:3], under.partition(":")[0], under, m.key[5])
+    found = records.get(key)
+    if found is None:
+        return m
+    return replace(found, backend=m.backend, device=m.device, time=m.time,
+                   facts={**found.facts, "measured_under": under})
 
 
 def _host_memory(config: Config, cached: dict[str, Any] | None, console: Console,
@@ -295,6 +321,7 @@ def run_bench(
             recorder.save_run()
             with progress:
                 for round_ in range(config.rounds):  # devices alternate order between rounds
+                    done: list[str] = []
                     for name in names if round_ % 2 == 0 else names[::-1]:
                         todo = [
                             t for t in tasks if t.device == name and recorder.needs(t.key, round_)
@@ -306,7 +333,9 @@ def run_bench(
                             functools.partial(recorder.measured, device),
                             functools.partial(recorder.opened, device),
                             recorder.host_memory,
+                            host_peers_device(done),
                         ).run(todo)
+                        done.append(name)
             outcome.completed = True
         except KeyboardInterrupt:
             outcome.interrupted = True

@@ -66,10 +66,12 @@ class DeviceRunner:
         on_record: Callable[[Task, Measurement], None],
         on_device: Callable[[dict[str, Any]], None],
         host_memory: dict[str, Any] | None = None,
+        host_peers_under: str | None = None,
     ):
         self.device, self.config = device.name, config
         self.record = device  # its peaks, current when a child starts, seed the child's
         self.host_memory = host_memory  # the host memory's bandwidth peak, for host devices
+        self.host_peers_under = host_peers_under  # the device measuring the host's peers
         self.on_record, self.on_device = on_record, on_device
 
     def run(self, tasks: list[Task]) -> None:
@@ -85,6 +87,7 @@ class DeviceRunner:
             "timing": vars(self.config.timing()),
             "peaks": self.record.peaks,
             "host_memory": self.host_memory,
+            "host_peers_under": self.host_peers_under,
             "tasks": [(t.suite, t.index, t.dtype) for t in tasks],
         }
         env = {

@@ -30,6 +30,7 @@ def provider(device: hal.Device) -> str:
     PeerUnavailable where that provider is not installed, PeerNotHere on other kinds."""
     kinds = peers.device_kinds(device)
     if "cpu" in kinds:
+        peers.on_host(device, "peer onnxruntime")
         return CPU
     if "cuda" in kinds:
         found = available_providers()
@@ -44,11 +45,13 @@ def provider(device: hal.Device) -> str:
 
 
 def on_host_cpu(device: hal.Device, what: str) -> None:
-    """Refuse (PeerNotHere) a peer written for the host CPU on a device not on it."""
+    """Refuse (PeerNotHere) a peer written for the host CPU on a device not on it, and
+    (PeerMeasuredElsewhere) where the run measures the host CPU's peers under another."""
     kinds = peers.device_kinds(device)
     if "cpu" not in kinds:
         raise peers.PeerNotHere(f"{what} runs on the host CPU; {device.name} is "
                                 f"{' and '.join(kinds)}")
+    peers.on_host(device, what)
 
 
 def facts(device: hal.Device) -> dict[str, str]:

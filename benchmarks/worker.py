@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from benchmarks.peaks import measures_peak, with_memory_peak
 from benchmarks.timing import TimingOptions, measure, merge_peak
 from benchmarks.workload import suite_workloads
+from frontends.science import peers
 
 
 def _protocol_stream() -> TextIO:
@@ -36,6 +37,7 @@ def run_job(job: dict[str, Any], out: TextIO) -> None:
         out.flush()
 
     device = hal.device(job["device"])
+    peers.measure_host_peers_under(job.get("host_peers_under"))
     capabilities = device.capabilities.to_dict()
     send({"event": "device", "capabilities": capabilities})
     timing = TimingOptions(**job["timing"])

@@ -50,6 +50,31 @@ class PeerNotHere(hal.UnsupportedOp):
     """A peer that does not run on the kind of device under test."""
 
 
+class PeerMeasuredElsewhere(PeerNotHere):
+    """A peer that would compute on the host CPU for a device whose tensors live in host
+    memory, where a run measures the host CPU's peers once, under another device
+    (`measure_host_peers_under`)."""
+
+
+_host_peers_under: str | None = None
+
+
+def measure_host_peers_under(device_name: str | None) -> None:
+    """Measure peers that compute on the host CPU only under `device_name` (a run's cpu
+    device): elsewhere they raise PeerMeasuredElsewhere, and the run copies that device's
+    figure (the same computation on the same CPU). None measures them on every device."""
+    global _host_peers_under
+    _host_peers_under = device_name
+
+
+def on_host(device: hal.Device, what: str) -> None:
+    """Refuse `what`, a peer computing on the host CPU for `device`, when this process
+    measures the host CPU's peers under another device (PeerMeasuredElsewhere)."""
+    if _host_peers_under and device.name != _host_peers_under:
+        raise PeerMeasuredElsewhere(f"{what} computes on the host CPU, measured under "
+                                    f"{_host_peers_under} in this run")
+
+
 @dataclass
 class Peer:
     """An array library placed on one device: its fft namespace, conversions, and how it
@@ -374,6 +399,8 @@ def place(name: str, device: hal.Device) -> Peer:
     if kind is None:
         raise PeerNotHere(f"peer {name} runs on {' and '.join(peer_spec.kinds)} devices; "
                           f"{device.name} is {' and '.join(kinds)}")
+    if kind == "cpu":
+        on_host(device, f"peer {name}")
     return _loaded(name, kind, device)
 
 
