@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import hal
@@ -9,8 +10,9 @@ from benchmarks.claims import CLAIMS, claim
 from benchmarks.footprint import measure_footprint
 from benchmarks.suites import peak, seed, smoke
 from benchmarks.timing import TimingOptions, measure
+from benchmarks.workload import NotMeasuredHere
 
-ROLES = {"candidate", "baseline", "peer candidate", "peer baseline", "single"}
+ROLES = {"candidate", "baseline", "peer candidate", "peer baseline", "single", "uncaptured"}
 
 
 def _by_claim() -> dict[str, list]:
@@ -75,3 +77,11 @@ def test_footprint_follows_the_runs_fallback_policy():
     with pytest.raises(hal.HalError, match="FallbackRefused"):
         measure_footprint("smoke", w, "float32", "null:0")
     assert measure_footprint("smoke", w, "float32", "null:0", "allow")["footprint_mib"] >= 0
+
+
+def test_the_uncaptured_kdv_solve_is_no_side_of_the_claim_and_runs_where_hal_jit_does():
+    rows = {w.name: w for w in seed.pde_3rd_order()}
+    assert rows["kdv_kt[jit-uncaptured]"].params["role"] == "uncaptured"
+    x = hal.asarray(np.zeros(4), device="null")
+    with pytest.raises(NotMeasuredHere, match="measured on cpu, cuda only"):
+        rows["kdv_kt[jit-uncaptured]"].run(x)
