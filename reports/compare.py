@@ -4,9 +4,12 @@ Per matching key: the speedup `median(base) / median(new)` (>1: NEW is faster) w
 bootstrap CI, the Mann-Whitney p-value, and a verdict. A change is a regression or an
 improvement only when it is significant (Mann-Whitney and the bootstrap CI agree) and
 larger than both the minimum effect (`threshold`) and the noise of that workload between
-these two runs (`noise_limit`): NOISE_FACTOR standard deviations of the uncertainty of
-each side's median (from its repeats) and of the run-to-run noise of the pair over all
-workloads (`run_noise`), added in quadrature.
+these two runs (`noise_limit`): NOISE_FACTOR standard deviations of each side's
+repeat-to-repeat spread (`sample_sigma`) and of the run-to-run noise of the pair over all
+workloads (`run_noise`), added in quadrature. The spread of single repeats, not the
+standard error of their median: how far a workload's median moves between two runs
+follows how noisy its repeats are (softmax or attention ~8% between quiet runs, GEMM ~1%),
+and a median's standard error, n times smaller, called identical runs regressions.
 
 When either run started on a loaded machine (`busy_warning`), what all workloads share is
 the load, not the code: each workload's change is taken relative to the pair's median
@@ -38,8 +41,6 @@ NOISE_FACTOR = 3.0
 thousand crosses it by chance for normal noise; timing noise has heavier tails), more where
 the run-to-run noise is estimated from few workloads (`noise_factor`)."""
 IQR_PER_SIGMA = 1.349
-MEDIAN_EFFICIENCY = 1.2533
-"""The standard error of a median is this times sigma / sqrt(n) (normal samples)."""
 CLOCKS = ("wall", "cpu")
 """What a comparison times: wall seconds (`samples`) or the process's CPU seconds
 (`cpu_samples`)."""
@@ -103,20 +104,20 @@ def clock_median(m: Measurement, clock: str) -> float | None:
     return m.median
 
 
-def median_sigma(m: Measurement, clock: str = "wall") -> float:
-    """The relative standard error of a measurement's median on `clock`: MEDIAN_EFFICIENCY x
-    (IQR / 1.349) / median / sqrt(n) of its samples (robust; from its statistics where it
-    kept no samples; 0 without either)."""
+def sample_sigma(m: Measurement, clock: str = "wall") -> float:
+    """The relative repeat-to-repeat spread of a measurement on `clock`: (IQR / 1.349) /
+    median of its samples (a robust standard deviation; from its statistics where it kept
+    no samples; 0 without either)."""
     samples = timings(m, clock)
     if len(samples) >= 2:
         q1, median, q3 = np.percentile(samples, [25, 50, 75])
-        iqr, n = q3 - q1, len(samples)
+        iqr = q3 - q1
     else:
         stats = (m.stats or {}) if clock == "wall" else {}
-        iqr, median, n = stats.get("iqr"), stats.get("median"), stats.get("n") or 1
+        iqr, median = stats.get("iqr"), stats.get("median")
     if not iqr or not median:
         return 0.0
-    return float(MEDIAN_EFFICIENCY * iqr / median / IQR_PER_SIGMA / math.sqrt(n))
+    return float(iqr / median / IQR_PER_SIGMA)
 
 
 def noise_factor(keys: int | None = None) -> float:
@@ -132,9 +133,10 @@ def noise_factor(keys: int | None = None) -> float:
 def noise_limit(base: Measurement, new: Measurement, run_sigma: float = 0.0,
                 clock: str = "wall", keys: int | None = None) -> float:
     """The relative change a workload must exceed to stand out of its noise between two
-    runs: `noise_factor(keys)` x the quadrature sum of both medians' standard errors and the
-    pair's run-to-run noise `run_sigma` (log units, estimated from `keys` workloads)."""
-    sigma = math.sqrt(median_sigma(base, clock) ** 2 + median_sigma(new, clock) ** 2
+    runs: `noise_factor(keys)` x the quadrature sum of both sides' repeat-to-repeat spreads
+    and the pair's run-to-run noise `run_sigma` (log units, estimated from `keys`
+    workloads)."""
+    sigma = math.sqrt(sample_sigma(base, clock) ** 2 + sample_sigma(new, clock) ** 2
                       + run_sigma ** 2)
     return math.expm1(noise_factor(keys) * sigma)
 
