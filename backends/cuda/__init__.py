@@ -13,7 +13,7 @@ from __future__ import annotations
 import hal
 from hal import dtypes as dt
 
-from . import elementwise, fft, fused, gemm, linalg, movement, quant, reduce, sorting
+from . import elementwise, fft, fused, gemm, int8, linalg, movement, quant, reduce, sorting
 from .table import kernels
 
 INSTALL = "pip install -e '.[cuda]' (cupy-cuda12x) or '.[cuda13]' (cupy-cuda13x)"
