@@ -1,11 +1,12 @@
-"""The CUDA backend's int8 products (backends/cuda/int8.py, gemm_ex.py).
+"""The CUDA backend's tensor-core products: int8 (backends/cuda/int8.py) and float16/bfloat16
+linear, both through gemmEx (gemm_ex.py).
 
 Without a GPU: the column-major gemmEx call is evaluated on flat buffers the way cuBLAS
 reads them and must give the row-major product; the int8 layout rules; and the kernels'
 C (dynamic quantization, rescale, zero-point offsets) compiled for the host, with numpy's
 int32 product standing in for the GEMM, against the ops' references. With a GPU (marked
 `gpu`, skipped with the backend's reason elsewhere) qmatmul and quantized_linear run on
-cuda:0 through gemmEx and through the int32 fallback.
+cuda:0 through gemmEx and through the int32 fallback, and a half-precision linear.
 """
 
 from __future__ import annotations
@@ -156,4 +157,21 @@ def test_quantized_linear_on_the_gpu(k, n):
     spec = hal.ops.spec("quantized_linear")
     problem = mismatch(hal.nn.quantized_linear(*args).numpy(), spec.evaluate(x, w, ws, bias),
                        spec.tolerance_for(hal.float32))
+    assert not problem, problem
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_linear_on_the_gpu(dtype):
+    d = np.dtype(getattr(hal, dtype))
+    x = RNG.standard_normal((4, 7, 64)).astype(d)
+    w = (RNG.standard_normal((64, 48)) * 0.1).astype(d)
+    bias = RNG.standard_normal(48).astype(d)
+    got = hal.nn.linear(*[hal.asarray(v, device="cuda:0") for v in (x, w, bias)],
+                        activation="gelu")
+    spec = hal.ops.spec("linear")
+    assert got.dtype == d
+    problem = mismatch(got.numpy(), spec.evaluate(x, w, bias, activation="gelu"),
+                       spec.tolerance_for(d))
     assert not problem, problem
