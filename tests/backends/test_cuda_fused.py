@@ -199,7 +199,9 @@ def host_kernel(tmp_path_factory):
     """run(body, host arrays) -> the output of the generated kernel compiled for the host."""
     folder = tmp_path_factory.mktemp("cuda_fused")
 
-    def run(body, host):
+    def run(body, host, vectors=True):
+        """With `vectors` False a vector kernel is told its arrays are misaligned (its
+        element-by-element path)."""
         generated = graph_kernels.source(body)
         text = generated.text.replace(graph_kernels.COMPLEX_HEADER, "")
         lib = compile_library(folder, f"k{body.key()}", SHIM % graph_kernels.BLOCK + text)
@@ -207,8 +209,15 @@ def host_kernel(tmp_path_factory):
         out = np.empty(last.shape, last.dtype)
         arrays = [out] + [np.ascontiguousarray(h, dtype=d) for h, (_, d) in
                           zip(host, body.inputs)]
-        launch(lib, generated.name, -(-generated.size // graph_kernels.BLOCK),
-               graph_kernels.BLOCK, [ctypes.c_void_p(a.ctypes.data) for a in arrays])
+        args = [ctypes.c_void_p(a.ctypes.data) for a in arrays]
+        w = generated.width
+        if w > 1:
+            whole = [out] + [a for a, f in zip(arrays[1:], generated.full) if f]
+            aligned = vectors and all(a.ctypes.data % (w * a.itemsize) == 0 for a in whole)
+            args.append(ctypes.c_int(int(aligned)))
+        threads = -(-generated.size // w)
+        launch(lib, generated.name, -(-threads // graph_kernels.BLOCK), graph_kernels.BLOCK,
+               args)
         return out
 
     return run
@@ -218,6 +227,16 @@ def host_kernel(tmp_path_factory):
 def test_generated_kernel_computes_the_body_on_the_host(host_kernel, make):
     body, host = make("cpu")
     _expect(body, host, host_kernel(body, host))
+    _expect(body, host, host_kernel(body, host, vectors=False))
+
+
+def test_bodies_read_whole_get_a_vector_kernel():
+    assert graph_kernels.source(_integer_chain("cpu")[0]).width == 16  # int8: 16 a vector
+    divmod_kernel = graph_kernels.source(_float_divmod("cpu")[0])
+    assert divmod_kernel.width == 2 and divmod_kernel.full == (True, True)
+    assert "hal_vec<double, 2> X0 = *reinterpret_cast" in divmod_kernel.text
+    assert graph_kernels.source(_broadcast_chain("cpu")[0]).width == 1  # broadcast reads
+    assert graph_kernels.source(_complex_chain("cpu")[0]).width == 1  # complex
 
 
 def _eager_cases():
