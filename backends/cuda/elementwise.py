@@ -50,13 +50,15 @@ def kernel_of(op: str, d: np.dtype, out: np.dtype, operands: int):
 
 
 def elementwise(op: str, arrays, out_shape, out_dtype):
-    """`op` over `arrays` (one dtype; cupy arrays of the output's shape, broadcastable ones or
-    0-d): the vector kernel where `vector.choose` allows it, else the strided one."""
+    """`op` over `arrays` (cupy arrays of the output's shape, broadcastable ones or 0-d;
+    typed as the op's key operand): the vector kernel where `vector.choose` allows it, else
+    the strided one."""
     out_dtype = np.dtype(out_dtype)
     scalars = vector.choose(arrays, out_shape, out_dtype)
     if scalars is not None:
         return vector.run(op, arrays, out_shape, out_dtype, scalars)
-    fn = kernel_of(op, arrays[0].dtype, out_dtype, len(arrays))
+    key = ops.spec("gelu" if op == "gelu_tanh" else op).key
+    fn = kernel_of(op, arrays[key].dtype, out_dtype, len(arrays))
     out = fn(*[a.view(np.uint16) if a.dtype in ops.HALF else a for a in arrays])
     return out.view(out_dtype) if out_dtype in ops.HALF else out
 
