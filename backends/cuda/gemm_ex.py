@@ -65,7 +65,8 @@ def int8_layout(m: int, n: int, k: int, addresses=()) -> str | None:
 
 def gemm(a, b):
     """a (m, k) @ b (k, n), both C-contiguous cupy arrays of one dtype of ACCUMULATES, into a
-    new array of its accumulation dtype (int32 or float32), by one gemmEx."""
+    new array of its accumulation dtype (int32 or float32), by one gemmEx on the current
+    stream."""
     import cupy
     from cupy.cuda import device
     from cupy_backends.cuda.libs import cublas
@@ -76,6 +77,7 @@ def gemm(a, b):
     call = row_major(m, n, k)
     one, zero = np.ones((), out_dtype), np.zeros((), out_dtype)
     handle = device.get_cublas_handle()
+    cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)  # a captured graph's stream
     mode = cublas.getPointerMode(handle)
     cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
     try:
