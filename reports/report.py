@@ -12,7 +12,7 @@ import pandas as pd
 
 from benchmarks.schema.records import Results, RunRecord
 from reports import claims, plots, render, summary, tables
-from reports.figures import autograd, cnn, int8, jit, mlperf, parallel, science
+from reports.figures import autograd, cnn, gpu, int8, jit, mlperf, parallel, science
 from reports.frame import Inputs, load_inputs
 from reports.history import history_sections
 from reports.section import Section
@@ -165,7 +165,7 @@ def suites_part(inputs: Inputs, baseline: str | None) -> list[Section]:
     ]
 
 
-FIGURES = (jit, int8, cnn, mlperf, parallel, science, autograd)
+FIGURES = (jit, int8, cnn, mlperf, parallel, science, autograd, gpu)
 
 
 def figures_part(inputs: Inputs, baseline: str | None) -> list[Section]:

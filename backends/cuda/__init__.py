@@ -1,8 +1,11 @@
 """The CUDA backend (cupy): the whole op set on NVIDIA GPUs.
 
-Tensors are `cupy.ndarray`s. Kernels are cupy's own library calls (cuBLAS matmul, cuFFT,
-cupy's reductions and ufuncs) plus fused kernels for the composites and one generated
-kernel per elementwise fused group of a graph (graph_kernels); a jitted graph is
+Tensors are `cupy.ndarray`s. Kernels are cupy's own library calls (cuBLAS matmul, cupy's
+reductions), elementwise kernels generated from the op set's expressions with a 16-byte
+vector fast path (elementwise, vector), int8 and half-precision products on the tensor
+cores through cuBLAS gemmEx (int8, gemm_ex), cuFFT plans of hal's own (fft_plan), fused
+kernels for the composites and one generated kernel per elementwise fused group of a
+graph (graph_kernels); a jitted graph is
 recorded once as a CUDA graph and replayed (capture). Either cupy wheel
 works: cupy-cuda12x (`pip install -e '.[cuda]'`) or cupy-cuda13x (`.[cuda13]`). cupy is
 imported only when the backend is asked about devices, so hal loads without it.
@@ -13,7 +16,7 @@ from __future__ import annotations
 import hal
 from hal import dtypes as dt
 
-from . import elementwise, fft, fused, gemm, linalg, movement, quant, reduce, sorting
+from . import elementwise, fft, fused, gemm, int8, linalg, movement, quant, reduce, sorting
 from .table import kernels
 
 INSTALL = "pip install -e '.[cuda]' (cupy-cuda12x) or '.[cuda13]' (cupy-cuda13x)"

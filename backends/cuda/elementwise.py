@@ -1,12 +1,13 @@
-"""Elementwise ops on CUDA: each an ElementwiseKernel generated from the op set's C expression
+"""Elementwise ops on CUDA, each generated from the op set's C expression
 (hal/ops/expressions/c.py, spelled by dialect.py), the same C as the fused groups of
 graph_kernels.py: numpy's semantics (NaN-propagating maximum/minimum, floor division and
 remainder as numpy's divmod, integer arithmetic wrapping, integer powers by squaring).
-cupy broadcasts the operands and compiles each kernel once per op and dtype. float16
-computes in float and rounds once on the store, in the same kernel; bfloat16, which cupy
-cannot compute in, through float32 arrays (`hal.ops.in_float32`); where, astype, real,
-imag and conj are cupy's own (they select, convert or view: nothing to compute), bfloat16
-moved or selected as its 16-bit pattern, which is exact.
+Contiguous operands of the output's shape run as a 16-byte vector kernel (vector.py);
+broadcast, strided or misaligned ones as a cupy ElementwiseKernel of the same lane
+expression (the strided path). float16 and bfloat16 move as their 16-bit patterns and
+compute in float, rounding once on the store; where, astype, real, imag and conj are
+cupy's own (they select, convert or view: nothing to compute), bfloat16 moved or selected
+as its 16-bit pattern, which is exact.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hal import dtypes as dt
 from hal import ops
 from hal.ops.expressions import c
 
-from .dialect import CTYPES, DIALECT
+from . import vector
 from .table import register
 
 GENERATED = tuple(n for n in ops.names() if n in c.TABLE and n not in ("where", "real", "imag",
@@ -28,56 +29,64 @@ GENERATED = tuple(n for n in ops.names() if n in c.TABLE and n not in ("where", 
 and the views, which cupy's own do, and gelu with its approximation parameter)."""
 
 
+def _held(d: np.dtype) -> np.dtype:
+    """The dtype an array of d is passed to a kernel as: half precision as uint16."""
+    return np.dtype(np.uint16) if d in ops.HALF else d
+
+
 @functools.cache
 def kernel_of(op: str, d: np.dtype, out: np.dtype, operands: int):
-    """The cupy ElementwiseKernel of `op` (or an activation) on `operands` operands of dtype
-    d with result dtype out; float16 computes in float and rounds once, on the store."""
+    """The strided path: a cupy ElementwiseKernel of `op` (or an activation) on `operands`
+    operands of dtype d with result dtype out (half precision as uint16 patterns), the
+    vector kernel's lane expression."""
     import cupy
 
     names = [f"a{i}" for i in range(operands)]
-    half = d == dt.float16
-    text, helpers = c.render(op, [f"((float){n})" if half else n for n in names],
-                             dt.float32 if half else d,
-                             dt.float32 if out == dt.float16 else out, DIALECT)
-    store = "float16" if out == dt.float16 else CTYPES[out]
-    return cupy.ElementwiseKernel(", ".join(f"{d.name} {n}" for n in names), f"{out.name} out",
-                                  f"out = ({store})({text});", f"hal_{op}_{d.name}",
+    text, helpers = vector.lane(op, names, d, out)
+    return cupy.ElementwiseKernel(", ".join(f"{_held(d).name} {n}" for n in names),
+                                  f"{_held(out).name} out", f"out = {text};",
+                                  f"hal_{op}_{d.name}",
                                   preamble="".join(dict.fromkeys(helpers)))
 
 
+def elementwise(op: str, arrays, out_shape, out_dtype):
+    """`op` over `arrays` (cupy arrays of the output's shape, broadcastable ones or 0-d;
+    typed as the op's key operand): the vector kernel where `vector.choose` allows it, else
+    the strided one."""
+    out_dtype = np.dtype(out_dtype)
+    scalars = vector.choose(arrays, out_shape, out_dtype)
+    if scalars is not None:
+        return vector.run(op, arrays, out_shape, out_dtype, scalars)
+    key = ops.spec("gelu" if op == "gelu_tanh" else op).key
+    fn = kernel_of(op, arrays[key].dtype, out_dtype, len(arrays))
+    out = fn(*[a.view(np.uint16) if a.dtype in ops.HALF else a for a in arrays])
+    return out.view(out_dtype) if out_dtype in ops.HALF else out
+
+
 def generated(op: str):
-    """The eager kernel of an op of the C table: its generated kernel over the operands
-    (cupy broadcasts them and allocates the result of the dtype dispatch computed)."""
-    key = ops.spec(op).key
-    kernels: dict[tuple, object] = {}
+    """The eager kernel of an op of the C table (dispatch computed the result's dtype)."""
 
     def run(*arrays, out_shape, out_dtype):
-        d = arrays[key].dtype
-        found = kernels.get((d, out_dtype))
-        if found is None:
-            found = kernels[(d, out_dtype)] = kernel_of(op, d, out_dtype, len(arrays))
-        return found(*arrays)
+        return elementwise(op, arrays, out_shape, out_dtype)
 
-    run.__doc__ = f"{op}: the op set's C expression as a cupy ElementwiseKernel"
+    run.__doc__ = f"{op}: the op set's C expression, vector or strided kernel"
     return run
 
 
+def computed(op: str) -> list[np.dtype]:
+    """The dtypes of op that the C table computes (half precision in float32)."""
+    return [d for d in ops.spec(op).dtypes if c.has(op, dt.float32 if d in ops.HALF else d)]
+
+
 for _name in GENERATED:
-    _kernel = generated(_name)
-    register(_name, [d for d in ops.spec(_name).dtypes if d != dt.bfloat16 and c.has(_name, d)])(
-        _kernel)
-    if dt.bfloat16 in ops.spec(_name).dtypes:  # cupy has no bfloat16 arithmetic
-        register(_name, [dt.bfloat16])(ops.in_float32(_kernel))
+    register(_name, computed(_name))(generated(_name))
 
 
+@register("gelu", computed("gelu"))
 def gelu(x, *, approximate="none", out_shape, out_dtype):
     """0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation, one generated kernel."""
-    name = "gelu_tanh" if approximate == "tanh" else "gelu"
-    return kernel_of(name, x.dtype, out_dtype, 1)(x)
-
-
-register("gelu", [d for d in ops.spec("gelu").dtypes if d != dt.bfloat16])(gelu)
-register("gelu", [dt.bfloat16])(ops.in_float32(gelu))
+    return elementwise("gelu_tanh" if approximate == "tanh" else "gelu", (x,), out_shape,
+                       out_dtype)
 
 
 def bits(x):

@@ -5,7 +5,8 @@ thread block per row: a row is read, reduced (max and sum, or mean and variance)
 shared memory and written by the same kernel, which cupy's ReductionKernel cannot do
 (it writes only the reduced values). linear's bias + activation epilogue is an
 ElementwiseKernel of the op set's C expression (the activations themselves are
-elementwise.py's); linear and attention take their products from cuBLAS.
+elementwise.py's); linear and attention take their products from cuBLAS, a float16 or
+bfloat16 linear from gemmEx on the tensor cores with a float32 result (gemm_ex.py).
 float16/bfloat16 run in float32 and round once, as the reference does.
 """
 
@@ -16,9 +17,10 @@ import math
 
 import numpy as np
 
-from hal.ops import in_float32
+from hal.ops import HALF, in_float32
 from hal.ops.expressions import c
 
+from . import gemm_ex
 from .dialect import CTYPES, DIALECT
 from .table import register
 
@@ -178,16 +180,37 @@ def _epilogue(activation: str | None, d: np.dtype):
                                   f"hal_linear_{activation or 'identity'}")
 
 
-@register("linear")
-@in_float32
-def linear(x, weight, bias=None, *, activation=None):
-    """activation(x @ weight + bias): cuBLAS, then one epilogue kernel in place."""
+def _finish(y, bias, activation):
+    """activation(y + bias) written over y by one epilogue kernel (y itself if neither)."""
     import cupy
 
-    y = cupy.matmul(x, weight)
     if bias is None and activation is None:
         return y
     return _epilogue(activation, y.dtype)(cupy.zeros((), y.dtype) if bias is None else bias, y)
+
+
+@in_float32
+def _linear_float(x, weight, bias=None, activation=None):
+    """cuBLAS, then the epilogue; half precision in float32."""
+    import cupy
+
+    return _finish(cupy.matmul(x, weight), bias, activation)
+
+
+@register("linear")
+def linear(x, weight, bias=None, *, activation=None):
+    """activation(x @ weight + bias). float16/bfloat16 with a 2-d weight: gemmEx on the
+    tensor cores accumulating into float32 (x's leading axes folded into rows), the
+    epilogue in float32, one rounding; anything else by `_linear_float`."""
+    import cupy
+
+    if x.dtype not in HALF or weight.ndim != 2 or not x.size or not weight.size:
+        return _linear_float(x, weight, bias, activation)
+    k, n = weight.shape
+    rows = cupy.ascontiguousarray(x).reshape(x.size // k, k)
+    y = gemm_ex.gemm(rows, cupy.ascontiguousarray(weight)).reshape(*x.shape[:-1], n)
+    lifted = None if bias is None else bias.astype(np.float32)
+    return _finish(y, lifted, activation).astype(x.dtype)
 
 
 @register("scaled_dot_product_attention")

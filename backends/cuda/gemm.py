@@ -1,5 +1,5 @@
-"""Matrix products: cupy.matmul (cuBLAS for floats, cupy's integer kernel otherwise) and
-qmatmul, the int8 product that accumulates in int32."""
+"""Matrix products: cupy.matmul (cuBLAS for floats, cupy's integer kernel otherwise); the
+int8 products are int8.py's."""
 
 from __future__ import annotations
 
@@ -34,14 +34,3 @@ def bfloat16_matmul(a, b):
         return cupy.matmul(a.astype(dt.float32), b.astype(dt.float32)).astype(dt.bfloat16)
     out = cupy.matmul(a.reshape(rows, a.shape[-1]), b)
     return out.reshape(a.shape[:-1] + b.shape[1:])
-
-
-@register("qmatmul")
-def qmatmul(a, b, *, a_zero_point=0, b_zero_point=0):
-    """(a - a_zero_point) @ (b - b_zero_point) with int32 operands and int32 accumulation
-    (wrapping on overflow, as ONNX MatMulInteger does)."""
-    import cupy
-
-    a32 = a.astype(dt.int32) - cupy.int32(a_zero_point)
-    b32 = b.astype(dt.int32) - cupy.int32(b_zero_point)
-    return cupy.matmul(a32, b32)

@@ -1,14 +1,16 @@
 """One generated CUDA kernel per elementwise fused group of a graph (`compile_fused`).
 
-`source(body)` is a pure function (no cupy, no GPU): the CUDA C++ of a RawKernel with one
-thread per output element, each input read at its broadcast offset (index arithmetic
-specialised to the body's shapes: `p[i]` for an input shaped as the output, `p[0]` for a
-0-d one), the body's ops as the op set's C expressions (hal/ops/expressions/c.py,
-spelled for CUDA by dialect.py: numpy's semantics, NaN-propagating maximum/minimum,
-floor_divide/remainder as numpy's divmod with integer division by zero 0, integer
-arithmetic wrapping through the unsigned type, complex through cupy's complex.cuh, as
-the eager kernels of elementwise.py) and 0-d constants inlined as literals. float16,
-bfloat16 and reduce bodies are declined: they run node by node on cupy's kernels.
+`source(body)` is a pure function (no cupy, no GPU): the CUDA C++ of a RawKernel. A body
+whose inputs are all of the output's shape or 0-d gets a vector kernel (vector.py's 16-byte
+vectors, as many elements to a thread; element by element at the tail or where the arrays
+are not aligned); any other has one thread per output element, each input read at its
+broadcast offset (index arithmetic specialised to the body's shapes: `p[i]` for an input
+shaped as the output, `p[0]` for a 0-d one), the body's ops as the op set's C expressions
+(hal/ops/expressions/c.py, spelled for CUDA by dialect.py: numpy's semantics, NaN-
+propagating maximum/minimum, floor_divide/remainder as numpy's divmod with integer division
+by zero 0, integer arithmetic wrapping through the unsigned type, complex through cupy's
+complex.cuh, as the eager kernels of elementwise.py) and 0-d constants inlined as literals.
+float16, bfloat16 and reduce bodies are declined: they run node by node on cupy's kernels.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from hal.compile.graph import Graph
 from hal.ops.expressions import c
 
 from .. import fusion
+from . import vector
 from .dialect import CTYPES, DIALECT
 
 BLOCK = 256  # threads per block
@@ -38,12 +41,16 @@ _INF_NAN = {  # bit patterns of inf and NaN: no math header constants under NVRT
 @dataclass(frozen=True)
 class KernelSource:
     """A generated kernel: its CUDA C++, its name, and the arguments it takes in order
-    (out, then the body's inputs; all contiguous arrays), covering `size` threads."""
+    (out, then the body's inputs; all contiguous arrays), covering `size` elements,
+    `width` to a thread. A vector kernel (width > 1) takes one more argument, `aligned`:
+    nonzero when out and each input read whole (`full`) are aligned to their vectors."""
 
     text: str
     name: str
     args: tuple[str, ...]
     size: int
+    width: int = 1
+    full: tuple[bool, ...] = ()
 
 
 # -- source (pure) --------------------------------------------------------------------------
@@ -81,29 +88,57 @@ def source(body: Graph) -> KernelSource | None:
         return None
     size = math.prod(found.shape)
     index = "int" if size < 2**30 else "long long"  # 32-bit index arithmetic where it fits
-    helpers: dict[str, None] = {}  # ordered set
-    lines = [f"const {index} i = ({index})blockIdx.x * blockDim.x + threadIdx.x;",
-             f"if (i >= {size}) return;"]
     assignments, _, offsets = fusion.input_offsets(found, body.inputs)
-    lines += [f"const {index} {name} = {e};" for name, e in assignments]
-    lines += [f"const {CTYPES[d]} x{k} = p{k}[{e}];"
-              for k, ((_, d), e) in enumerate(zip(body.inputs, offsets))]
+    helpers: dict[str, None] = {}  # ordered set
+    compute = []
     for k, node in enumerate(body.nodes):
         d = body.meta(node.inputs[ops.spec(node.op).key])[1]
         args = [fusion.operand(body, ref, literal) for ref in node.inputs]
         text, needed = c.render(node.op, args, d, node.dtype, DIALECT)
         helpers.update(dict.fromkeys(needed))
-        lines.append(f"const {CTYPES[node.dtype]} v{k} = {text};")
-    lines.append(f"out[i] = v{len(body.nodes) - 1};")
+        compute.append(f"const {CTYPES[node.dtype]} v{k} = {text};")
+    last = f"v{len(body.nodes) - 1}"
     dtypes = [body.nodes[-1].dtype] + [d for _, d in body.inputs]
     params = [f"{CTYPES[dtypes[0]]}* __restrict__ out"]
     params += [f"const {CTYPES[d]}* __restrict__ p{k}" for k, d in enumerate(dtypes[1:])]
-    header = COMPLEX_HEADER + "\n" if any(dt.is_complex(d) for d in dtypes + [
-        n.dtype for n in body.nodes]) else ""
-    text = (header + "".join(helpers) + 'extern "C" __global__ void hal_fused('
-            + ", ".join(params) + ") {\n  " + "\n  ".join(lines) + "\n}\n")
-    return KernelSource(text, "hal_fused", ("out", *(f"p{k}" for k in range(len(body.inputs)))),
-                        size)
+    held = dtypes + [n.dtype for n in body.nodes]
+    full = tuple(e == "i" for e in offsets)
+    w = 1 if assignments or any(dt.is_complex(d) for d in held) else vector.width(
+        [d for d, f in zip(dtypes, (True, *full)) if f])
+    args = ("out", *(f"p{k}" for k in range(len(body.inputs))))
+    if w < 2 or size < w:
+        lines = [f"const {index} i = ({index})blockIdx.x * blockDim.x + threadIdx.x;",
+                 f"if (i >= {size}) return;"]
+        lines += [f"const {index} {name} = {e};" for name, e in assignments]
+        lines += [f"const {CTYPES[d]} x{k} = p{k}[{e}];"
+                  for k, ((_, d), e) in enumerate(zip(body.inputs, offsets))]
+        lines += [*compute, f"out[i] = {last};"]
+        header = COMPLEX_HEADER + "\n" if any(dt.is_complex(d) for d in held) else ""
+        return KernelSource(_kernel(header + "".join(helpers), params, lines), "hal_fused",
+                            args, size)
+    vec = {d: f"hal_vec<{CTYPES[d]}, {w}>" for d in dtypes}
+    lane = [f"const {CTYPES[d]} x{k} = " + (f"X{k}.v[l];" if f else f"p{k}[0];")
+            for k, ((_, d), f) in enumerate(zip(body.inputs, full))]
+    each = [f"const {CTYPES[d]} x{k} = p{k}[{e}];"
+            for k, ((_, d), e) in enumerate(zip(body.inputs, offsets))]
+    out = vec[dtypes[0]]
+    lines = [f"const {index} base = (({index})blockIdx.x * blockDim.x + threadIdx.x) * {w};",
+             f"if (base >= {size}) return;",
+             f"if (aligned && base + {w} <= {size}) {{",
+             *[f"  const {vec[d]} X{k} = *reinterpret_cast<const {vec[d]}*>(p{k} + base);"
+               for k, ((_, d), f) in enumerate(zip(body.inputs, full)) if f],
+             f"  {out} y;", "  #pragma unroll", f"  for (int l = 0; l < {w}; l++) {{",
+             *[f"    {x}" for x in lane + compute], f"    y.v[l] = {last};", "  }",
+             f"  *reinterpret_cast<{out}*>(out + base) = y;", "} else {",
+             f"  for ({index} i = base; i < {size} && i < base + {w}; i++) {{",
+             *[f"    {x}" for x in each + compute], f"    out[i] = {last};", "  }", "}"]
+    return KernelSource(_kernel("".join(helpers) + vector.VECTOR_TYPE, [*params, "int aligned"],
+                                lines), "hal_fused", args, size, w, full)
+
+
+def _kernel(preamble: str, params: list[str], lines: list[str]) -> str:
+    return (preamble + 'extern "C" __global__ void hal_fused(' + ", ".join(params) + ") {\n  "
+            + "\n  ".join(lines) + "\n}\n")
 
 
 # -- compiling and launching (cupy) ------------------------------------------------------------
@@ -122,7 +157,8 @@ def compile_fused(device, body: Graph):
 
 class FusedKernel:
     """A fused group's prepared kernel: `fn(*arrays, out=out)` writes out and returns it
-    (inputs that are not C-contiguous are copied first)."""
+    (inputs that are not C-contiguous are copied first; a vector kernel is told whether
+    the arrays it reads whole are aligned to its vectors)."""
 
     takes_out = True
 
@@ -130,14 +166,21 @@ class FusedKernel:
         import cupy
 
         self.device = device
+        self.generated = generated
         self.kernel = cupy.RawKernel(generated.text, generated.name)
         device.launch("fused", self.kernel.compile, (), {})  # compile errors surface here
-        self.grid = (-(-generated.size // BLOCK),)
+        self.grid = (-(-generated.size // (generated.width * BLOCK)),)
         self.contiguous = cupy.ascontiguousarray
 
     def __call__(self, *arrays, out):
         if self.grid[0]:
             args = (out, *(a if a.flags.c_contiguous else self.contiguous(a) for a in arrays))
+            width = self.generated.width
+            if width > 1:
+                whole = [args[0], *(a for a, f in zip(args[1:], self.generated.full) if f)]
+                aligned = all(vector.address(a) % (width * a.dtype.itemsize) == 0
+                              for a in whole)
+                args = (*args, np.int32(aligned))
             with self.device.cuda_device:
                 self.kernel(self.grid, (BLOCK,), args)
         return out

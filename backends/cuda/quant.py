@@ -52,23 +52,3 @@ def dequantize_linear(q, scale, zero_point, *, axis=-1):
     """(q - zero_point) * scale in float32."""
     return _kernels()[1](q, _per_channel(scale, q.ndim, axis),
                        _per_channel(zero_point, q.ndim, axis))
-
-
-@register("quantized_linear")
-def quantized_linear(x, weight, weight_scale, bias=None):
-    """x quantized to uint8 with its own range (hal.ops.dynamic_qparams, on the GPU, in
-    float32), times the int8 weight with int32 accumulation, rescaled per output channel."""
-    import cupy
-
-    f32 = np.float32
-    x = x.astype(f32, copy=False)
-    if x.size:
-        lo, hi = cupy.minimum(x.min(), f32(0)), cupy.maximum(x.max(), f32(0))
-    else:
-        lo = hi = cupy.zeros((), f32)
-    scale = (hi - lo) / f32(255)
-    scale = cupy.where(scale == 0, f32(1), scale).astype(f32)
-    zero = cupy.clip(cupy.rint(-lo / scale), 0, 255)
-    q = cupy.clip(cupy.rint(x / scale) + zero, 0, 255).astype(np.int32) - zero.astype(np.int32)
-    y = cupy.matmul(q, weight.astype(np.int32)).astype(f32) * (scale * weight_scale)
-    return y if bias is None else y + bias

@@ -1,9 +1,13 @@
 """GPU suite: the op-suite measurements at sizes that fill a data-centre GPU.
 
 GEMM 8192^3 in float32, bfloat16 and float16; complex64 FFTs (a batch of 4096 x 1024
-points, and 2-D 1024 x 1024); elementwise bandwidth over 2^27 elements; and each fused
-composite (softmax, layer_norm, linear + gelu, attention) beside the same computation
-written as separate hal ops (`*_unfused`), so a backend's fusion shows as a speedup.
+points, and 2-D 1024 x 1024); elementwise bandwidth over 2^27 elements (add in float32,
+float16 and bfloat16, as % of the measured bandwidth peak); and each fused composite
+(softmax, layer_norm, linear + gelu, attention) beside the same computation written as
+separate hal ops (`*_unfused`), so a backend's fusion shows as a speedup, with softmax and
+layer_norm also in torch on the device (`[torch]`). Then the tensor-core rows
+(`tensor_cores`): int8 GEMMs beside torch._int_mm and BERT-base in FP32, INT8, FP16 and
+BF16. `reports.gpu_figures` prints the figures table of a run.
 Run it on one device: `hal bench --suite gpu --backend cuda`.
 
 Beside them the same GEMMs and FFTs in the device's own libraries, placed on it
@@ -25,7 +29,7 @@ import functools
 import math
 
 import hal
-from benchmarks.suites import science
+from benchmarks.suites import science, tensor_cores
 from benchmarks.suites.ops import (
     attention,
     elementwise,
@@ -71,7 +75,20 @@ def _unfused(workload, run):
     return dataclasses.replace(workload, name=f"{workload.name}_unfused", run=run)
 
 
+def _torch_softmax(x, axis=-1):
+    import torch
+
+    return torch.softmax(x, dim=axis)
+
+
+def _torch_layer_norm(x, w, b, eps=1e-5):
+    import torch
+
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, eps)
+
+
 GEMM_DTYPES = ("float32", "bfloat16", "float16")
+ELEMENTWISE_DTYPES = ("float32", "float16", "bfloat16")
 # The peers' GEMMs: hal's bfloat16 tensors do not cross DLPack as bfloat16 (cupy and
 # CLBlast have no such type), so the peers are timed in float32 and float16.
 PEER_GEMM_DTYPES = ("float32", "float16")
@@ -124,9 +141,12 @@ def workloads() -> list:
         *(gemm(GEMM_SIZE, GEMM_SIZE, GEMM_SIZE, dtypes=(d,), peak="gflops")
           for d in GEMM_DTYPES),
         *(fft(kind, shape, ("complex64",)) for kind, shape in FFTS),
-        dataclasses.replace(elementwise("add", 1 << 27, ("float32", "float16")), peak="gbps"),
+        dataclasses.replace(elementwise("add", 1 << 27, ELEMENTWISE_DTYPES), peak="gbps"),
         elementwise("exp", 1 << 27, F32),
         *fused,
         *(_unfused(w, run) for w, run in zip(fused, runs)),
+        tensor_cores.torch_peer(fused[0], _torch_softmax),
+        tensor_cores.torch_peer(fused[1], _torch_layer_norm),
         *peer_workloads(),
+        *tensor_cores.workloads(),
     ]

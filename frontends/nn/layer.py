@@ -205,6 +205,16 @@ class Layer:
                     table[name] = value.to(device)
         return self
 
+    def cast(self, dtype) -> Layer:
+        """Cast every floating parameter and buffer to `dtype` (in place); integer ones
+        stay. Returns self."""
+        for _, layer in self.named_layers():
+            for table in (layer._params, layer._buffers):
+                for name, value in table.items():
+                    if hal.isdtype(value.dtype, "real floating"):
+                        table[name] = hal.astype(value, dtype)
+        return self
+
     def train(self, mode: bool = True) -> Layer:
         """Set training mode (dropout active) on this layer and its sub-layers."""
         for _, layer in self.named_layers():

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -27,6 +25,7 @@ from hal import dtypes as dt
 from hal.compile.graph import Graph, Node
 from hal.conformance.compare import mismatch
 from hal.ops.expressions import c
+from tests.backends.cuda_host import SHIM, compile_library, launch
 
 F16, F32, F64 = hal.float16, hal.float32, hal.float64
 C64, C128, I8, I32, B = hal.complex64, hal.complex128, hal.int8, hal.int32, hal.bool
@@ -195,54 +194,30 @@ def test_declines_what_it_does_not_compile():
 
 
 # -- the source compiled for the host -------------------------------------------------------
-_SHIM = """
-#include <cmath>
-#include <complex>
-#include <cstring>
-using std::complex; using std::abs; using std::conj; using std::copysign; using std::cos;
-using std::erf; using std::exp; using std::fabs; using std::floor; using std::fmod;
-using std::log; using std::pow; using std::sin; using std::sqrt; using std::tanh;
-using std::isfinite; using std::isinf; using std::isnan; using std::rint; using std::sinh;
-using std::cosh; using std::tan; using std::hypot; using std::ldexp; using std::signbit;
-#define __global__
-#define __device__
-struct Dim { unsigned x; };
-static Dim blockIdx, threadIdx, blockDim = {%d};
-static float __int_as_float(int b) { float f; std::memcpy(&f, &b, 4); return f; }
-static double __longlong_as_double(long long b) { double f; std::memcpy(&f, &b, 8); return f; }
-extern "C" void hal_thread(unsigned block, unsigned thread) {
-  blockIdx.x = block;
-  threadIdx.x = thread;
-}
-"""
-
-
 @pytest.fixture(scope="module")
 def host_kernel(tmp_path_factory):
     """run(body, host arrays) -> the output of the generated kernel compiled for the host."""
-    compiler = shutil.which("c++") or shutil.which("g++")
-    if compiler is None:
-        pytest.skip("no C++ compiler to build the generated kernels for the host")
     folder = tmp_path_factory.mktemp("cuda_fused")
 
-    def run(body, host):
+    def run(body, host, vectors=True):
+        """With `vectors` False a vector kernel is told its arrays are misaligned (its
+        element-by-element path)."""
         generated = graph_kernels.source(body)
         text = generated.text.replace(graph_kernels.COMPLEX_HEADER, "")
-        path = folder / f"k{body.key()}.cpp"
-        path.write_text(_SHIM % graph_kernels.BLOCK + text)
-        library = path.with_suffix(".so")
-        subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-w", "-o", library, path],
-                       check=True)
-        lib = ctypes.CDLL(str(library))
+        lib = compile_library(folder, f"k{body.key()}", SHIM % graph_kernels.BLOCK + text)
         last = body.nodes[-1]
         out = np.empty(last.shape, last.dtype)
         arrays = [out] + [np.ascontiguousarray(h, dtype=d) for h, (_, d) in
                           zip(host, body.inputs)]
-        pointers = [ctypes.c_void_p(a.ctypes.data) for a in arrays]
-        for block in range(-(-generated.size // graph_kernels.BLOCK)):
-            for thread in range(graph_kernels.BLOCK):
-                lib.hal_thread(block, thread)
-                lib.hal_fused(*pointers)
+        args = [ctypes.c_void_p(a.ctypes.data) for a in arrays]
+        w = generated.width
+        if w > 1:
+            whole = [out] + [a for a, f in zip(arrays[1:], generated.full) if f]
+            aligned = vectors and all(a.ctypes.data % (w * a.itemsize) == 0 for a in whole)
+            args.append(ctypes.c_int(int(aligned)))
+        threads = -(-generated.size // w)
+        launch(lib, generated.name, -(-threads // graph_kernels.BLOCK), graph_kernels.BLOCK,
+               args)
         return out
 
     return run
@@ -252,6 +227,16 @@ def host_kernel(tmp_path_factory):
 def test_generated_kernel_computes_the_body_on_the_host(host_kernel, make):
     body, host = make("cpu")
     _expect(body, host, host_kernel(body, host))
+    _expect(body, host, host_kernel(body, host, vectors=False))
+
+
+def test_bodies_read_whole_get_a_vector_kernel():
+    assert graph_kernels.source(_integer_chain("cpu")[0]).width == 16  # int8: 16 a vector
+    divmod_kernel = graph_kernels.source(_float_divmod("cpu")[0])
+    assert divmod_kernel.width == 2 and divmod_kernel.full == (True, True)
+    assert "hal_vec<double, 2> X0 = *reinterpret_cast" in divmod_kernel.text
+    assert graph_kernels.source(_broadcast_chain("cpu")[0]).width == 1  # broadcast reads
+    assert graph_kernels.source(_complex_chain("cpu")[0]).width == 1  # complex
 
 
 def _eager_cases():
@@ -265,9 +250,6 @@ def _eager_cases():
 def _eager_library(folder, kernels) -> ctypes.CDLL:
     """The eager kernels' C++ for (name, op, operand dtype, result dtype, operands) rows,
     compiled for the host into one library: name(a0[, a1], out, n) computes n elements."""
-    compiler = shutil.which("c++") or shutil.which("g++")
-    if compiler is None:
-        pytest.skip("no C++ compiler to build the generated kernels for the host")
     text, helpers = [], {}
     for name, op, d, out, n in kernels:
         expr, needed = c.render(op, [f"a{i}[j]" for i in range(n)], d, out, dialect.DIALECT)
@@ -275,11 +257,8 @@ def _eager_library(folder, kernels) -> ctypes.CDLL:
         args = ", ".join(f"const {dialect.CTYPES[d]}* a{i}" for i in range(n))
         text.append(f'extern "C" void {name}({args}, {dialect.CTYPES[out]}* out, long n)'
                     f" {{ for (long j = 0; j < n; j++) out[j] = {expr}; }}")
-    path = folder / "eager.cpp"
-    path.write_text(_SHIM % graph_kernels.BLOCK + "".join(helpers) + "\n".join(text))
-    library = folder / "eager.so"
-    subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-w", "-o", library, path], check=True)
-    return ctypes.CDLL(str(library))
+    return compile_library(folder, "eager", SHIM % graph_kernels.BLOCK + "".join(helpers)
+                           + "\n".join(text))
 
 
 def _operands(op: str) -> int:

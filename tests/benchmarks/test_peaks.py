@@ -169,7 +169,7 @@ def test_the_gpu_suite_measures_a_peak_for_every_gemm_fft_and_bandwidth_row():
     ffts = [w for w in ws if w.name in ("fft", "fft2")]
     assert ffts and all(REAL_PART[d] in gemm_dtypes for w in ffts for d in w.dtypes)
     (add,) = [w for w in ws if w.name == "add"]
-    assert add.peak == "gbps" and set(add.dtypes) == {"float32", "float16"}
+    assert add.peak == "gbps" and set(add.dtypes) == {"float32", "float16", "bfloat16"}
     assert measures_peak(add.peak, {"memory": None}) and not measures_peak(add.peak, HOST_CAPS)
 
 
