@@ -170,6 +170,21 @@ def _attention(q, k, v, *, causal=False, scale=None):
     return np.matmul(_softmax(scores), v)
 
 
+@kernels.register("dynamic_update_slice", device_arg=False)
+def _dynamic_update_slice(operand, update, start_indices, *, out=None):
+    """A copy of operand (or operand itself, when hal.jit passes it as `out` because the
+    graph owns it) with update assigned to its clamped window."""
+    if out is None:
+        out = np.array(operand)
+    elif out is not operand:
+        np.copyto(out, operand)
+    out[ops.update_window(operand.shape, update.shape, start_indices)] = update
+    return out
+
+
+_dynamic_update_slice.takes_out = True
+
+
 # int8 products on an integer GEMM (see cpu_int8)
 kernels.register("qmatmul", device_arg=False)(cpu_int8.qmatmul)
 kernels.register("quantized_linear", device_arg=False)(cpu_int8.quantized_linear)

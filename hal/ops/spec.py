@@ -58,6 +58,9 @@ class OpSpec:
     # it reads values (operands with __array__), so only an interpreter holding them runs it
     domain: Callable | None = None
     differentiable: bool = True
+    # the operand whose buffer a kernel may write the result into when the graph owns that
+    # buffer (a donated input read by no other node): the op then updates it in place
+    inplace: int | None = None
     doc: str = ""
 
     def evaluate(self, *arrays, **params):
