@@ -173,8 +173,8 @@ def _attention(q, k, v, *, causal=False, scale=None):
 @kernels.register("dynamic_update_slice", device_arg=False)
 def _dynamic_update_slice(operand, update, start_indices, *, out=None):
     """A copy of operand (or operand itself, when hal.jit passes it as `out` because the
-    graph owns it) with update assigned to its clamped window."""
-    if out is None:
+    graph owns it, unless it is read-only) with update assigned to its clamped window."""
+    if out is None or not out.flags.writeable:
         out = np.array(operand)
     elif out is not operand:
         np.copyto(out, operand)
