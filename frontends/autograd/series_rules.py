@@ -81,6 +81,21 @@ def _take(args, params, out, series):
     return S.map_linear(lambda c: call(spec, c, args[1], **params), series[0], out)
 
 
+@series_rule("dynamic_update_slice")
+def _dynamic_update_slice(args, params, out, series):
+    """Linear in the operand and the update together: the op on each pair of coefficients."""
+    operand, update = _full(args[:2], series[:2])
+    ys = [out]
+    for a, u in zip(operand[1:], update[1:], strict=True):
+        if a is None and u is None:
+            ys.append(None)
+        else:
+            ys.append(hal.dynamic_update_slice(hal.zeros_like(args[0]) if a is None else a,
+                                               hal.zeros_like(args[1]) if u is None else u,
+                                               args[2]))
+    return ys
+
+
 @series_rule("concat")
 def _concat(args, params, out, series):
     full = _full(args, series)
