@@ -156,15 +156,25 @@ class Attention(Layer):
              cache_k: Tensor, cache_v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """One token x (batch, 1, dim): its key and value written into the cache at `start`
         (int64 (0, 0, position, 0)), attention over the first len(seen) rows where `seen`
-        (bool (window,)) is true; (output (batch, 1, dim), new cache_k, new cache_v)."""
-        q, k, v = self._heads(x, cos, sin)
+        (bool (window,)) is true; (output (batch, 1, dim), new cache_k, new cache_v).
+
+        With one token, (batch, 1, heads * head_dim) is (batch, heads, head_dim) as it lies
+        in memory: the heads are reshapes, never transposes."""
+        c = self.config
+        batch, group = x.shape[0], c.n_heads // c.n_kv_heads
+        q = hal.nn.rope(hal.reshape(self.query(x), (batch, c.n_kv_heads, group, c.head_dim)),
+                        cos, sin)
+        k = hal.nn.rope(hal.reshape(self.key(x), (batch, c.n_kv_heads, 1, c.head_dim)),
+                        cos, sin)
+        v = hal.reshape(self.value(x), (batch, c.n_kv_heads, 1, c.head_dim))
         cache_k = hal.dynamic_update_slice(cache_k, k, start)
         cache_v = hal.dynamic_update_slice(cache_v, v, start)
         window = seen.shape[0]
-        keys, values = (hal.expand_dims(a[:, :, :window], axis=2) for a in (cache_k, cache_v))
-        scores = hal.matmul(q, hal.matrix_transpose(keys)) * (1 / math.sqrt(q.shape[-1]))
+        keys, values = cache_k[:, :, :window], cache_v[:, :, :window]
+        scores = hal.matmul(q, hal.matrix_transpose(keys)) * (1 / math.sqrt(c.head_dim))
         probs = hal.nn.softmax(hal.where(seen, scores, -math.inf), axis=-1)
-        return self._merge(hal.matmul(probs, values)), cache_k, cache_v
+        context = hal.matmul(probs, values)  # (batch, n_kv, group, head_dim)
+        return self.out(hal.reshape(context, (batch, 1, c.dim))), cache_k, cache_v
 
 
 class DecoderLayer(Layer):
