@@ -44,9 +44,9 @@ for _name, _ufunc in _UFUNCS.items():
     kernels.register(_name, _dtypes, device_arg=False)(_ufunc)
 
 
-# Movement and casts are exact: the reference function itself is the kernel.
+# Movement, casts and take are exact: the reference function itself is the kernel.
 for _spec in ops.specs():
-    if _spec.family in ("movement", "cast"):
+    if _spec.family in ("movement", "cast", "take"):
         kernels.register(_spec.name, device_arg=False)(_spec.reference)
 
 
@@ -92,6 +92,12 @@ for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
 
 # Fused composites for the dtypes numpy computes natively: one expression, no dispatch.
 _FUSED = (dt.float32, dt.float64)
+
+
+# composites whose reference is one numpy expression in the operands' own dtype: it is
+# the kernel there (evaluate's output rule and half-precision lift cost more than the op)
+for _name in ("rms_norm", "rope"):
+    kernels.register(_name, _FUSED, device_arg=False)(ops.spec(_name).reference)
 
 
 @kernels.register("softmax", _FUSED, device_arg=False)
