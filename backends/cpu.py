@@ -94,6 +94,12 @@ for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
 _FUSED = (dt.float32, dt.float64)
 
 
+@kernels.register("reshape", device_arg=False)
+def _reshape(x, *, shape, out_shape, out_dtype):
+    """x seen in the shape the op's rule resolved (-1 filled in), without resolving it again."""
+    return x.reshape(out_shape)
+
+
 # composites whose reference is one numpy expression in the operands' own dtype: it is
 # the kernel there (evaluate's output rule and half-precision lift cost more than the op)
 for _name in ("rms_norm", "rope"):
