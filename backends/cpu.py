@@ -44,9 +44,9 @@ for _name, _ufunc in _UFUNCS.items():
     kernels.register(_name, _dtypes, device_arg=False)(_ufunc)
 
 
-# Movement and casts are exact: the reference function itself is the kernel.
+# Movement, casts and take are exact: the reference function itself is the kernel.
 for _spec in ops.specs():
-    if _spec.family in ("movement", "cast"):
+    if _spec.family in ("movement", "cast", "take"):
         kernels.register(_spec.name, device_arg=False)(_spec.reference)
 
 
@@ -92,6 +92,18 @@ for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
 
 # Fused composites for the dtypes numpy computes natively: one expression, no dispatch.
 _FUSED = (dt.float32, dt.float64)
+
+
+@kernels.register("reshape", device_arg=False)
+def _reshape(x, *, shape, out_shape, out_dtype):
+    """x seen in the shape the op's rule resolved (-1 filled in), without resolving it again."""
+    return x.reshape(out_shape)
+
+
+# composites whose reference is one numpy expression in the operands' own dtype: it is
+# the kernel there (evaluate's output rule and half-precision lift cost more than the op)
+for _name in ("rms_norm", "rope"):
+    kernels.register(_name, _FUSED, device_arg=False)(ops.spec(_name).reference)
 
 
 @kernels.register("softmax", _FUSED, device_arg=False)
@@ -168,6 +180,21 @@ def _attention(q, k, v, *, causal=False, scale=None):
     if causal:
         scores = np.where(ops.causal_mask(q.shape[-2], k.shape[-2]), scores, -np.inf)
     return np.matmul(_softmax(scores), v)
+
+
+@kernels.register("dynamic_update_slice", device_arg=False)
+def _dynamic_update_slice(operand, update, start_indices, *, out=None):
+    """A copy of operand (or operand itself, when hal.jit passes it as `out` because the
+    graph owns it, unless it is read-only) with update assigned to its clamped window."""
+    if out is None or not out.flags.writeable:
+        out = np.array(operand)
+    elif out is not operand:
+        np.copyto(out, operand)
+    out[ops.update_window(operand.shape, update.shape, start_indices)] = update
+    return out
+
+
+_dynamic_update_slice.takes_out = True
 
 
 # int8 products on an integer GEMM (see cpu_int8)

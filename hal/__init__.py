@@ -65,6 +65,7 @@ from .functions import (
     cumulative_sum,
     dequantize_linear,
     divide,
+    dynamic_update_slice,
     equal,
     erf,
     exp,

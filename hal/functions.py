@@ -302,7 +302,7 @@ def _host_values(op: str, name: str, value, d: np.dtype) -> np.ndarray:
 # (declared in hal/ops/; the composites' decompositions follow their functions)
 _ARRAY_API = {n: ops.spec(n) for n in (
     "isnan", "isinf", "isfinite", "all", "any", "argmax", "argmin", "cumulative_sum", "sort",
-    "argsort", "take", "clip")}
+    "argsort", "take", "clip", "dynamic_update_slice")}
 
 
 def isnan(x, /) -> Tensor:
@@ -367,6 +367,19 @@ def take(x, indices, /, *, axis: int | None = None) -> Tensor:
     numpy.take: `take(embedding, token_ids, axis=0)` is an embedding lookup. Indices may be
     negative (counted from the end); out of range is a DomainError."""
     return call(_ARRAY_API["take"], x, indices, axis=axis)
+
+
+def dynamic_update_slice(operand, update, start_indices, /) -> Tensor:
+    """operand with `update` written at `start_indices` (one int per axis, or an integer
+    Tensor (ndim,) whose values may change between calls of a jitted function), as
+    jax.lax.dynamic_update_slice: each start is clamped so that the update fits. Under
+    `hal.jit(..., donate_argnums=...)` a donated operand is updated in place."""
+    if not isinstance(start_indices, Tensor):
+        operand = tensor_argument("dynamic_update_slice", operand)
+        start_indices = Tensor.from_host(
+            _host_values("dynamic_update_slice", "start_indices", start_indices, dt.int64),
+            operand.device)
+    return call(_ARRAY_API["dynamic_update_slice"], operand, update, start_indices)
 
 
 floor_divide = _binary("floor_divide", "Elementwise x1 // x2, rounded toward -inf (numpy's).")

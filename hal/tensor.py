@@ -15,7 +15,7 @@ from .runtime.registry import resolve_device
 class Tensor:
     """An n-d array on a hal device. Ops return new tensors; a tensor is never changed."""
 
-    __slots__ = ("__weakref__", "device", "dtype", "native", "shape")
+    __slots__ = ("__weakref__", "device", "donated", "dtype", "native", "shape")
     __hash__ = None  # elementwise ==, as in numpy and the Array API
     __array_priority__ = 1000  # numpy defers binary operators to Tensor
 
@@ -40,6 +40,18 @@ class Tensor:
         device.check_dtype(dtype)
         shapes.check_rank("tensor", array.shape)
         return cls.wrap(device.upload(array), device)
+
+    def donate(self, why: str) -> None:
+        """Hand this tensor's memory over (hal.jit's donate_argnums): any later use of the
+        tensor raises HalError(why)."""
+        self.donated = why
+        del self.native
+
+    def __getattr__(self, name: str):
+        # reached only for an attribute not set: `native` after donate()
+        if name == "native" and hasattr(self, "donated"):
+            raise HalError(self.donated)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     # -- properties -------------------------------------------------------------------
     @property

@@ -94,3 +94,29 @@ def take(x, indices, *, axis=None):
     import cupy
 
     return cupy.take(x, indices, axis=axis)
+
+
+def dynamic_update_slice(operand, update, start_indices, *, out=None):
+    """operand copied into out (operand itself where hal.jit passes it and it is
+    contiguous), then update scattered to the flat places of its window: each start is
+    clamped on the device, so nothing is read back to the host (capture records it)."""
+    import cupy
+
+    if out is None or not out.flags.c_contiguous:  # bfloat16 moves as its bit patterns
+        out = from_bits(cupy.array(bits(operand), order="C"), operand.dtype)
+    elif out is not operand:
+        bits(out)[...] = bits(operand)
+    if update.size == 0:
+        return out
+    places = 0
+    strides = [s // out.itemsize for s in out.strides]
+    for k, (n, u, stride) in enumerate(zip(out.shape, update.shape, strides)):
+        start = cupy.minimum(cupy.maximum(start_indices[k], 0), n - u)
+        rows = (cupy.arange(u) + start) * stride
+        places = places + rows.reshape((u,) + (1,) * (out.ndim - k - 1))
+    bits(out).reshape(-1)[places] = bits(update)
+    return out
+
+
+dynamic_update_slice.takes_out = True
+register("dynamic_update_slice")(dynamic_update_slice)

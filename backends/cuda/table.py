@@ -19,7 +19,8 @@ kernels.register_staged_collectives()  # through host memory (the mpich wheel is
 
 
 def register(op: str, dtypes=None) -> Callable:
-    """Decorator: `fn(*cupy arrays, **params) -> cupy array` becomes the kernel of `op`."""
+    """Decorator: `fn(*cupy arrays, **params) -> cupy array` becomes the kernel of `op`
+    (one that writes into a given `out=` says so with `fn.takes_out = True`)."""
 
     def decorate(fn: Callable) -> Callable:
         if {"out_shape", "out_dtype"} <= set(inspect.signature(fn).parameters):
@@ -30,6 +31,7 @@ def register(op: str, dtypes=None) -> Callable:
             def kernel(device, *args, **params):
                 return device.launch(op, fn, args, params)
 
+        kernel.takes_out = getattr(fn, "takes_out", False)
         kernels.register(op, dtypes)(kernel)
         return fn
 

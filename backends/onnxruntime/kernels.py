@@ -90,6 +90,8 @@ SUPPORTED: dict[str, tuple[str, ...]] = {
     "argsort": ("bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64"),
     "take": ("bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32",
         "float64"),
+    "dynamic_update_slice": ("bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16",
+        "float32", "float64"),
     "floor_divide": ("float16", "float32", "float64"),
     "remainder": ("float16", "float32", "float64"),
     "clip": ("int8", "uint8", "int32", "int64", "float16", "float32", "float64"),

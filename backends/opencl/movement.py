@@ -1,10 +1,13 @@
 """Movement ops: reshape is a view; permute, broadcast, slice and concat are strided copies;
-pad and roll are one gather kernel that maps each output index back into the input.
+pad and roll are one gather kernel that maps each output index back into the input;
+dynamic_update_slice scatters the update at starts read on the device.
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from hal import shapes
 
@@ -138,3 +141,42 @@ def roll(device, x, *, shift, axis=None):
         before[a % x.ndim] += s
     before = [b % n if n else 0 for b, n in zip(before, x.shape)]
     return gather(device, "roll", x, tuple(x.shape), before, "wrap")
+
+
+def _update_source(d: np.dtype, index: np.dtype, ndim: int) -> str:
+    """One work-item per update element: its place in out, each start clamped on the device."""
+    lines = ["const long i = get_global_id(0);", "long r = i, dst = 0, stride = 1;"]
+    for k in range(ndim - 1, -1, -1):
+        lines.append(f"{{ const long s = clamp((long)st[st_off + {k}], 0L, od{k} - ud{k});"
+                     f" dst += (s + r % ud{k}) * stride; r /= ud{k}; stride *= od{k}; }}")
+    lines.append(cltypes.store(d, "out", "out_off + dst", cltypes.load(d, "u", "u_off + i")))
+    params = [f"__global {cltypes.storage(d)} *out", "long out_off",
+              f"__global const {cltypes.storage(d)} *u", "long u_off",
+              f"__global const {cltypes.storage(index)} *st", "long st_off",
+              *(f"long od{k}, long ud{k}" for k in range(ndim))]
+    return (cltypes.preamble([d]) + "__kernel void update(" + ", ".join(params) + ")\n{\n  "
+            + "\n  ".join(lines) + "\n}\n")
+
+
+@kernels.register("dynamic_update_slice")
+def dynamic_update_slice(device, operand, update, start_indices, *, out=None):
+    """operand copied into out (a new array; none when hal.jit passes operand itself), then
+    update scattered at the clamped starts."""
+    if out is None:
+        out = copy(device, "dynamic_update_slice", strided.dense(operand), operand.shape)
+    elif out is not operand:
+        strided.run(device, "dynamic_update_slice", "a0", [strided.dense(operand)],
+                    strided.dense(out), tuple(operand.shape))
+    if update.size == 0:
+        return out
+    kernel = device.build("dynamic_update_slice",
+                          _update_source(out.dtype, start_indices.dtype, out.ndim), "update")
+    item = (out.dtype.itemsize, update.dtype.itemsize, start_indices.dtype.itemsize)
+    dims = [np.int64(n) for pair in zip(out.shape, update.shape) for n in pair]
+    device.run_items(kernel, update.size, out.base_data, np.int64(out.offset // item[0]),
+                     update.base_data, np.int64(update.offset // item[1]),
+                     start_indices.base_data, np.int64(start_indices.offset // item[2]), *dims)
+    return out
+
+
+dynamic_update_slice.takes_out = True

@@ -1,5 +1,5 @@
 """Movement: reshape is a view of the same memory; transposes, broadcasts, strided slices,
-concatenation, padding and take are copy kernels.
+concatenation, padding, take and dynamic_update_slice are copy kernels.
 """
 
 from __future__ import annotations
@@ -90,6 +90,24 @@ def take(x: te.Tensor, indices: te.Tensor, *, axis: int | None) -> te.Tensor:
     return topi.take(x, indices, axis=axis, mode="wrap")
 
 
+def update_slice(x: te.Tensor, update: te.Tensor, starts: te.Tensor) -> te.Tensor:
+    """x with update in the window at starts (read on the device, each clamped so the
+    update fits): a copy that selects the update inside the window."""
+    sizes = [(int(n), int(u)) for n, u in zip(x.shape, update.shape)]
+
+    def value(*i):
+        if any(u == 0 for _, u in sizes):
+            return x(*i)
+        inside, index = [], []
+        for k, (j, (n, u)) in enumerate(zip(i, sizes)):  # clamped, then as an index
+            start = tirx.max(tirx.min(starts[k], n - u), 0).astype("int32")
+            inside += [j >= start, j < start + u]
+            index.append(tirx.max(tirx.min(j - start, u - 1), 0))
+        return tirx.Select(tirx.all(*inside), update(*index), x(*i)) if inside else update()
+
+    return te.compute(tuple(n for n, _ in sizes), value, name="out")
+
+
 @kernels.register("reshape")
 def _reshape(device, x, *, shape, out_shape, out_dtype):
     return device.view(x, out_shape)
@@ -138,3 +156,8 @@ def _take_kernel(device, x, indices, *, axis=None, out_shape, out_dtype):
         return device.empty(out_shape, out_dtype)
     a = None if axis is None else shapes.axis("take", axis, len(x.shape))
     return device.run("take", take, [x, indices], axis=a)
+
+
+@kernels.register("dynamic_update_slice")
+def _dynamic_update_slice(device, x, update, start_indices):
+    return device.run("dynamic_update_slice", update_slice, [x, update, start_indices])

@@ -11,8 +11,12 @@ Items are tokens, so `items_per_s` is tokens/s.
   writing the KV cache (a graph input, zeros); the output is the last position's logits.
 - `decode[<mode>]`: one token per sequence at position PROMPT with the cache of a
   PROMPT-token prompt (inputs: ids, the position as an int64 tensor, each layer's k and
-  v); keys are read from a window of `bucket(PROMPT + 1)` rows; the output is the logits
-  (the new cache is computed too and dropped). Items are the batch: one token each.
+  v); keys are read from a window of `bucket(PROMPT + 1)` rows; the output is the logits.
+  `decode[jit]` holds its own copy of the inputs' cache and donates it to each call,
+  keeping the cache the call returns (a generation loop's way: the row is written in
+  place where the backend can); `decode[eager]` computes the new cache from the inputs'
+  and drops it. Each call writes the same row at the same position. Items are the batch:
+  one token each.
 
 Modes: `jit` (hal.jit: the cache and the position are graph inputs, one trace serves every
 position in the window's bucket) on every backend; `eager` (op by op) on the cpu backend
@@ -171,12 +175,22 @@ def decode_run(mode: str):
         model = hal_model(device)
 
         def step(ids, position, cache):
-            return model.decode(ids, position, cache, WINDOW)[0]
+            return model.decode(ids, position, cache, WINDOW)
 
-        return hal.jit(step) if mode == "jit" else step
+        return hal.jit(step, donate_argnums=(2,)) if mode == "jit" else step
+
+    held: dict = {}  # device, batch -> the cache [jit] donates and gets back
 
     def run(ids: hal.Tensor, position: hal.Tensor, *flat: hal.Tensor) -> hal.Tensor:
-        return made(ids.device)(ids, position, tuple(pairs(flat)))
+        step = made(ids.device)
+        if mode != "jit":
+            return step(ids, position, tuple(pairs(flat)))[0]
+        key = (ids.device, ids.shape[0])
+        if key not in held:
+            held[key] = tuple(pairs([hal.asarray(a.numpy(), device=ids.device, copy=True)
+                                     for a in flat]))
+        logits, held[key] = step(ids, position, held[key])
+        return logits
 
     return run
 

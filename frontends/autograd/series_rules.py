@@ -81,6 +81,24 @@ def _take(args, params, out, series):
     return S.map_linear(lambda c: call(spec, c, args[1], **params), series[0], out)
 
 
+def _jointly_linear(args, series, out, fn):
+    """The series of an op linear in its first two operands together: fn on each pair of
+    coefficients, zeros for the missing one of a pair."""
+    first, second = _full(args[:2], series[:2])
+    ys = [out]
+    for a, b in zip(first[1:], second[1:], strict=True):
+        ys.append(None if a is None and b is None else
+                  fn(hal.zeros_like(args[0]) if a is None else a,
+                     hal.zeros_like(args[1]) if b is None else b))
+    return ys
+
+
+@series_rule("dynamic_update_slice")
+def _dynamic_update_slice(args, params, out, series):
+    return _jointly_linear(args, series, out,
+                           lambda a, u: hal.dynamic_update_slice(a, u, args[2]))
+
+
 @series_rule("concat")
 def _concat(args, params, out, series):
     full = _full(args, series)
@@ -114,15 +132,7 @@ def _where(args, params, out, series):
 
 @series_rule("complex")
 def _complex(args, params, out, series):
-    re, im = _full(args, series)
-    ys = [out]
-    for r, i in zip(re[1:], im[1:], strict=False):
-        if r is None and i is None:
-            ys.append(None)
-        else:
-            ys.append(hal.complex(hal.zeros_like(args[0]) if r is None else r,
-                                  hal.zeros_like(args[1]) if i is None else i))
-    return ys
+    return _jointly_linear(args, series, out, hal.complex)
 
 
 # -- products and quotients -------------------------------------------------------------

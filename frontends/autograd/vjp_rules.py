@@ -414,6 +414,22 @@ def _take_gathered(ct, args, params, out, needs):
     return (hal.reshape(g, x.shape), None)
 
 
+@vjp_rule("dynamic_update_slice", args=(1, 2), out=False)
+def _dynamic_update_slice(ct, args, params, out, needs):
+    """The operand's cotangent is ct with the window zeroed; the update's is ct's window,
+    taken along each axis the update does not span from its clamped start."""
+    _, update, starts = args
+    g_operand = hal.dynamic_update_slice(ct, hal.zeros_like(update), starts) \
+        if needs[0] else None
+    g_update = ct if needs[1] else None
+    for a, (n, u) in enumerate(zip(ct.shape, update.shape)):
+        if g_update is not None and n != u:
+            first = hal.clip(starts[a], 0, n - u)
+            rows = first + hal.arange(u, dtype=starts.dtype, device=starts.device)
+            g_update = hal.take(g_update, rows, axis=a)
+    return (g_operand, g_update, None)
+
+
 # -- complex parts ----------------------------------------------------------------------
 @vjp_rule("real", args=False, out=False)
 def _real(ct, args, params, out, needs):

@@ -9,12 +9,13 @@ and a KV cache, with prefill, decode and greedy generation.
     out = generate(model, ids, 16, jit=True)           # greedy, one jitted step per bucket
 
 The cache is a tuple of (k, v) tensors per layer, each (batch, n_kv_heads, max_seq,
-head_dim). Tensors are immutable, so a decode step writes the new key and value at
-`position` by selecting them where the sequence index equals the position
-(`hal.where`), and returns the new cache: the cache and the position are graph inputs, so
-one jitted step serves every position. `window` (a static length >= position + 1)
-limits the keys a step reads to the first `window` rows; `generate` rounds it up to a
-power-of-two bucket, so a run traces one step per bucket, not one per token.
+head_dim). A step writes the new keys and values into it with `hal.dynamic_update_slice`
+at `position` and returns the new cache: the cache and the position are graph inputs, so
+one jitted step serves every position, and `greedy_steps` donates the cache to it, so on
+the cpu the row is written in place instead of the cache copied. `window` (a static
+length >= position + 1) limits the keys a step reads to the first `window` rows;
+`generate` rounds it up to a power-of-two bucket, so a run traces one step per bucket,
+not one per token.
 Named configs of released shapes (CONFIGS["llama-3.2-1b"], ...) carry random weights only.
 """
 
@@ -151,19 +152,29 @@ class Attention(Layer):
         context = hal.nn.scaled_dot_product_attention(q, expand(k), expand(v), causal=True)
         return self._merge(context), k, v
 
-    def step(self, x: Tensor, cos: Tensor, sin: Tensor, write: Tensor, seen: Tensor,
+    def step(self, x: Tensor, cos: Tensor, sin: Tensor, start: Tensor, seen: Tensor,
              cache_k: Tensor, cache_v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """One token x (batch, 1, dim): its key and value written into the cache at the row
-        where `write` (bool (max_seq, 1)) is true, attention over the first len(seen) rows
-        where `seen` (bool (window,)) is true; (output (batch, 1, dim), new cache_k,
-        new cache_v)."""
-        q, k, v = self._heads(x, cos, sin)
-        cache_k, cache_v = hal.where(write, k, cache_k), hal.where(write, v, cache_v)
+        """One token x (batch, 1, dim): its key and value written into the cache at `start`
+        (int64 (0, 0, position, 0)), attention over the first len(seen) rows where `seen`
+        (bool (window,)) is true; (output (batch, 1, dim), new cache_k, new cache_v).
+
+        With one token, (batch, 1, heads * head_dim) is (batch, heads, head_dim) as it lies
+        in memory: the heads are reshapes, never transposes."""
+        c = self.config
+        batch, group = x.shape[0], c.n_heads // c.n_kv_heads
+        q = hal.nn.rope(hal.reshape(self.query(x), (batch, c.n_kv_heads, group, c.head_dim)),
+                        cos, sin)
+        k = hal.nn.rope(hal.reshape(self.key(x), (batch, c.n_kv_heads, 1, c.head_dim)),
+                        cos, sin)
+        v = hal.reshape(self.value(x), (batch, c.n_kv_heads, 1, c.head_dim))
+        cache_k = hal.dynamic_update_slice(cache_k, k, start)
+        cache_v = hal.dynamic_update_slice(cache_v, v, start)
         window = seen.shape[0]
-        keys, values = (hal.expand_dims(a[:, :, :window], axis=2) for a in (cache_k, cache_v))
-        scores = hal.matmul(q, hal.matrix_transpose(keys)) * (1 / math.sqrt(q.shape[-1]))
+        keys, values = cache_k[:, :, :window], cache_v[:, :, :window]
+        scores = hal.matmul(q, hal.matrix_transpose(keys)) * (1 / math.sqrt(c.head_dim))
         probs = hal.nn.softmax(hal.where(seen, scores, -math.inf), axis=-1)
-        return self._merge(hal.matmul(probs, values)), cache_k, cache_v
+        context = hal.matmul(probs, values)  # (batch, n_kv, group, head_dim)
+        return self.out(hal.reshape(context, (batch, 1, c.dim))), cache_k, cache_v
 
 
 class DecoderLayer(Layer):
@@ -186,9 +197,9 @@ class DecoderLayer(Layer):
         x = x + a
         return x + self.mlp(self.mlp_norm(x)), k, v
 
-    def step(self, x, cos, sin, write, seen, cache_k, cache_v):
+    def step(self, x, cos, sin, start, seen, cache_k, cache_v):
         """(x out, cache_k, cache_v) for one token, as Attention.step."""
-        a, cache_k, cache_v = self.attention.step(self.attention_norm(x), cos, sin, write,
+        a, cache_k, cache_v = self.attention.step(self.attention_norm(x), cos, sin, start,
                                                   seen, cache_k, cache_v)
         x = x + a
         return x + self.mlp(self.mlp_norm(x)), cache_k, cache_v
@@ -271,8 +282,8 @@ class Llama(Layer):
         self._check_cache("prefill", cache, ids.shape[0])
         t = ids.shape[1]
         x, kv = self._run(ids)
-        written = tuple((hal.concat([k, old_k[:, :, t:]], axis=2),
-                         hal.concat([v, old_v[:, :, t:]], axis=2))
+        written = tuple((hal.dynamic_update_slice(old_k, k, (0, 0, 0, 0)),
+                         hal.dynamic_update_slice(old_v, v, (0, 0, 0, 0)))
                         for (k, v), (old_k, old_v) in zip(kv, cache, strict=True))
         return self.output(x[:, t - 1]), written
 
@@ -293,13 +304,12 @@ class Llama(Layer):
             position = hal.asarray(np.array([position], np.int64), device=self.device)
         cos, sin = (hal.take(table, position, axis=0) for table in (self.rope_cos,
                                                                    self.rope_sin))
-        rows = hal.reshape(hal.arange(c.max_seq, device=self.device), (-1, 1))
-        write = hal.equal(rows, position)  # the row the new key and value go to
+        start = hal.pad(position, ((2, 1),))  # (0, 0, position, 0): the row written
         seen = hal.less(hal.arange(window, device=self.device), position + 1)  # less: a primitive
         x = self.embedding(ids)
         written = []
         for layer, (k, v) in zip(self.layers, cache, strict=True):
-            x, k, v = layer.step(x, cos, sin, write, seen, k, v)
+            x, k, v = layer.step(x, cos, sin, start, seen, k, v)
             written.append((k, v))
         return self.output(self.norm(x)[:, 0]), tuple(written)
 
@@ -313,8 +323,9 @@ def bucket(length: int, max_seq: int) -> int:
 def greedy_steps(model: Llama, jit: bool = False):
     """(prefill, decode) functions giving the next ids (batch,) int64 and the new cache:
     prefill(ids, cache), decode(ids (batch, 1), position (1,), cache, window). With jit
-    each is a hal.jit function (the window static): the cache and the position are graph
-    inputs, so decode traces once per window."""
+    each is a hal.jit function (the window static) that donates the cache it is given
+    (use the one it returns): the cache and the position are graph inputs, so decode
+    traces once per window."""
 
     def prefill(ids, cache):
         logits, cache = model.prefill(ids, cache)
@@ -325,7 +336,8 @@ def greedy_steps(model: Llama, jit: bool = False):
         return hal.argmax(logits, axis=-1), cache
 
     if jit:
-        return hal.jit(prefill), hal.jit(decode, static_argnums=(3,))
+        return (hal.jit(prefill, donate_argnums=(1,)),
+                hal.jit(decode, static_argnums=(3,), donate_argnums=(2,)))
     return prefill, decode
 
 

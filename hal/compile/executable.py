@@ -15,6 +15,10 @@ then (the result of a movement op, a cast or a complex part may be a view of its
 operand, so it keeps the operand's buffer alive); values the graph returns are written
 into fresh buffers each call.
 
+Donated inputs (hal.jit's donate_argnums): a node whose op may update an operand in place
+(`OpSpec.inplace`) and whose kernel takes `out=` gets that operand itself as `out` when it
+is a donated input that no other node reads and the graph does not return.
+
 Capture: an executable made with `capture=True` (hal.jit's, unless HAL_CAPTURE=0) offers
 itself to its backend after `capture.WARMUP` calls; once recorded, a call is one replay of
 the device graph (`capture.py` has the rules).
@@ -45,7 +49,8 @@ def label(node: Node) -> str:
 class Executable:
     """A graph compiled for one device: call it with input Tensors, get output Tensors."""
 
-    def __init__(self, graph: Graph, device, *, capture: bool = False):
+    def __init__(self, graph: Graph, device, *, capture: bool = False,
+                 donated: frozenset[int] = frozenset()):
         self.graph, self.device = graph, device
         self.capture_refused: str | None = None  # why the backend did not record the graph
         self._capture: Capture | None = None
@@ -53,8 +58,10 @@ class Executable:
         self.how: list[str] = []  # per node: compiled / unfused / kernel / fallback
         self._steps = [self._bind(node) for node in graph.nodes]
         self._labels = [(label(n), n.dtype.name) for n in graph.nodes]
-        self._buffers = _assign_buffers(graph, [getattr(s, "takes_out", False)
-                                                for s in self._steps], device)
+        takes_out = [getattr(s, "takes_out", False) for s in self._steps]
+        self.in_place = _in_place(graph, donated, takes_out)  # node -> the input it writes
+        self._buffers = _assign_buffers(
+            graph, [t and k not in self.in_place for k, t in enumerate(takes_out)], device)
         self._constants = [c.native for c in graph.constants]
         self._code, self._tensors_code = self._generate()
         self._checked = False
@@ -141,7 +148,9 @@ class Executable:
         for k, node in enumerate(graph.nodes):
             args = [("None" if r is None else names[r]) for r in node.inputs]
             slot = self._buffers.slot[k]
-            if slot is not None:
+            if k in self.in_place:
+                args.append(f"out=i{self.in_place[k]}")
+            elif slot is not None:
                 args.append(f"out=b[{slot}]" if slot >= 0 else f"out=e[{k}]()")
             names[("node", k)] = f"v{k}"
             line = f"    v{k} = s[{k}]({', '.join(args)})"
@@ -266,8 +275,11 @@ class Executable:
         for k, (node, step) in enumerate(zip(self.graph.nodes, self._steps, strict=True)):
             args = [get(r) for r in node.inputs]
             slot = self._buffers.slot[k]
-            kwargs = {} if slot is None else {
-                "out": self._buffers.fixed[slot] if slot >= 0 else fresh[k]()}
+            if k in self.in_place:
+                kwargs = {"out": natives[self.in_place[k]]}
+            else:
+                kwargs = {} if slot is None else {
+                    "out": self._buffers.fixed[slot] if slot >= 0 else fresh[k]()}
             try:
                 value = step(*args, **kwargs)
             except HalError:
@@ -338,6 +350,23 @@ def _last_uses(graph: Graph) -> dict[int, list[int]]:
     for j, k in last.items():
         out.setdefault(k, []).append(j)
     return out
+
+
+def _in_place(graph: Graph, donated: frozenset[int], takes_out: list[bool]) -> dict[int, int]:
+    """node -> donated input it may write its result into: its op's `inplace` operand, read
+    by no other node, not an output, of the result's shape and dtype."""
+    readers = Counter(r for node in graph.nodes for r in node.inputs if r is not None)
+    found = {}
+    for k, node in enumerate(graph.nodes):
+        operand = None if node.op == FUSED else ops.spec(node.op).inplace
+        if operand is None or not takes_out[k]:
+            continue
+        ref = node.inputs[operand]
+        if (ref[0] == "input" and ref[1] in donated and readers[ref] == 1
+                and ref not in graph.outputs
+                and graph.inputs[ref[1]] == (node.shape, node.dtype)):
+            found[k] = ref[1]
+    return found
 
 
 _MAY_ALIAS = frozenset(s.name for s in ops.specs() if s.family in ("movement", "cast", "complex"))

@@ -14,6 +14,14 @@ strings and None among them, and the arguments named in `static_argnums` /
 keyed by (input shapes, dtypes, devices, static values), holds `cache_size` entries and
 warns (`RetraceWarning`) when a function is traced again and again.
 
+Donation: `hal.jit(f, donate_argnums=(2,))` hands the Tensors of argument 2 to the graph
+with each call. An op that can update its operand in place (dynamic_update_slice) then
+writes into a donated input's memory instead of a copy, where the graph reads that input
+nowhere else; the caller's donated Tensors are spent (any later use raises a HalError
+naming the argument: use what the call returned). Memory the donated tensor shares (a
+numpy array it was made from on the host, a tensor it is a view of) may be written too.
+Under an interpreter (below) nothing is donated.
+
 The function is traced once per key: Python side effects (printing, appending to a
 list, reading a global that later changes) happen at trace time only, and random values
 drawn while tracing are baked in as constants. Python control flow on a traced value,
@@ -51,13 +59,19 @@ _STATIC = (bool, int, float, complex, str, bytes, type(None))
 
 
 def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=(),
-        cache_size: int = 64, retrace_warning: int = 8, capture: bool = True):
+        donate_argnums=(), cache_size: int = 64, retrace_warning: int = 8,
+        capture: bool = True):
     """`fn` traced into a graph and compiled per input signature (usable as a decorator);
+    `donate_argnums` hands those arguments' Tensors to the graph (see Donation above);
     `capture=False` keeps its graphs from being recorded as device graphs (capture.py)."""
     if fn is None:
         return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, cache_size=cache_size,
+                                 static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, cache_size=cache_size,
                                  retrace_warning=retrace_warning, capture=capture)
+    if donate_argnums != ():
+        return Donating(fn, static_argnums, static_argnames, cache_size, retrace_warning,
+                        capture, donate_argnums)
     return Jitted(fn, static_argnums, static_argnames, cache_size, retrace_warning, capture)
 
 
@@ -68,12 +82,17 @@ class Jitted:
     """A jitted function: call it like the original; `.graph(*args)` shows what it runs."""
 
     def __init__(self, fn: Callable, static_argnums, static_argnames, cache_size: int,
-                 retrace_warning: int, capture: bool = True):
+                 retrace_warning: int, capture: bool = True, donate_argnums=()):
         if not callable(fn):
             raise HalError(f"hal.jit: {fn!r} is not callable")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.static_argnums = _ints("static_argnums", static_argnums)
+        self.donate_argnums = _ints("donate_argnums", donate_argnums)
+        both = sorted(self.donate_argnums & self.static_argnums)
+        if both:
+            raise HalError(f"hal.jit({_name(fn)}): arguments {both} are both static and "
+                           "donated; a static argument has no memory to donate")
         self.static_argnames = frozenset(
             (static_argnames,) if isinstance(static_argnames, str) else static_argnames)
         if cache_size < 1 or retrace_warning < 1:
@@ -112,7 +131,7 @@ class Jitted:
         if len(_interpreters()) > 1:  # autodiff or a trace watching: op by op
             return entry.rebuild(entry.graph.run(*tensors))
         if entry.executable is None:
-            entry.compile(self.capture)
+            entry.compile(self.capture, self._donated(args))
         outputs = entry.executable(*tensors)
         entry.ready = getattr(entry.executable, "ready", None)  # hal's Executable's, once set
         return entry.rebuild(outputs)
@@ -131,8 +150,20 @@ class Jitted:
         key, tensors = self._key(args, kwargs)
         entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
         if entry.executable is None:
-            entry.compile(self.capture)
+            entry.compile(self.capture, self._donated(args))
         return entry.executable
+
+    def _donated(self, args: tuple) -> frozenset[int]:
+        """Positions among the graph's inputs of the donated arguments' Tensors."""
+        found, n = set(), 0
+        for i, a in enumerate(args):
+            if _is(i, self.static_argnums, len(args)):
+                continue
+            count = len(_tensors(a))
+            if _is(i, self.donate_argnums, len(args)):
+                found.update(range(n, n + count))
+            n += count
+        return frozenset(found)
 
     # -- keys and tracing --------------------------------------------------------------
     def _key(self, args: tuple, kwargs: dict) -> tuple[tuple, list[Tensor]]:
@@ -141,7 +172,7 @@ class Jitted:
         tensors: list[Tensor] = []
         parts = []
         for i, a in enumerate(args):
-            static = i in self.static_argnums or i - len(args) in self.static_argnums
+            static = _is(i, self.static_argnums, len(args))
             parts.append(_static_key(self, f"argument {i}", a) if static
                          else _leaf_key(self, f"argument {i}", a, tensors))
         for name in sorted(kwargs):
@@ -160,8 +191,8 @@ class Jitted:
                 RetraceWarning, stacklevel=3)
         recorder = Trace()
         symbolic = iter([recorder.input(t.shape, t.dtype, t.device) for t in tensors])
-        args_s = [a if i in self.static_argnums or i - len(args) in self.static_argnums
-                  else _rebuild(a, symbolic) for i, a in enumerate(args)]
+        args_s = [a if _is(i, self.static_argnums, len(args)) else _rebuild(a, symbolic)
+                  for i, a in enumerate(args)]
         kwargs_s = {k: v if k in self.static_argnames else _rebuild(v, symbolic)
                     for k, v in kwargs.items()}
         with interpret(recorder):
@@ -177,6 +208,29 @@ class Jitted:
         if len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
         return entry
+
+
+class Donating(Jitted):
+    """A jitted function that donates the Tensors of its `donate_argnums` with each call."""
+
+    def __call__(self, *args, **kwargs):
+        if len(_interpreters()) > 1:  # op by op: nothing is written in place
+            return super().__call__(*args, **kwargs)
+        donated = [_is(i, self.donate_argnums, len(args)) for i in range(len(args))]
+        leaves = [(i, t) for i, a in enumerate(args) for t in _tensors(a)]
+        leaves += [(None, t) for t in _tensors(kwargs)]
+        for i, t in leaves:
+            if i is not None and donated[i] and sum(u is t for _, u in leaves) > 1:
+                raise HalError(f"hal.jit({_name(self.fn)}): a tensor of donated argument {i} "
+                               "is passed more than once; pass a copy of it where it is passed "
+                               "again")
+        result = super().__call__(*args, **kwargs)
+        for i, t in leaves:
+            if i is not None and donated[i]:
+                t.donate(f"hal.jit({_name(self.fn)}): this tensor of argument {i} was donated "
+                         "(donate_argnums) to a call that may have written its memory; use "
+                         "the tensor that call returned")
+        return result
 
 
 class _Entry:
@@ -195,9 +249,11 @@ class _Entry:
         else:
             self.rebuild = lambda outs: _unflatten(out_tree, iter(outs))
 
-    def compile(self, capture: bool) -> None:
-        """The graph compiled for its device (the backend's executable, else hal's)."""
-        self.executable = pipeline.compile(self.graph, self.device, capture=capture)
+    def compile(self, capture: bool, donated: frozenset[int] = frozenset()) -> None:
+        """The graph compiled for its device (the backend's executable, else hal's), the
+        inputs at `donated` its own to write."""
+        self.executable = pipeline.compile(self.graph, self.device, capture=capture,
+                                           donated=donated)
 
 
 # -- argument and result structure --------------------------------------------------------------
@@ -209,6 +265,22 @@ def _plain_key(args: tuple) -> tuple:
     """The cache key of Tensor arguments: shape, dtype and device of each, in one flat
     tuple (`Jitted.__call__` writes it out for one and two arguments)."""
     return tuple([x for a in args for x in (a.shape, a.dtype, a.device)])
+
+
+def _is(i: int, argnums: frozenset, n: int) -> bool:
+    """Whether argument i of n is named in argnums (counted from either end)."""
+    return i in argnums or i - n in argnums
+
+
+def _tensors(value) -> list[Tensor]:
+    """The Tensor leaves of an argument, in the order _leaf_key reads them."""
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, dict):
+        return [t for k in value for t in _tensors(value[k])]
+    return []
 
 
 def _name(fn) -> str:

@@ -22,15 +22,17 @@ from .graph import Graph
 from .passes import optimize
 
 
-def compile(graph: Graph, device, *, capture: bool = True):
+def compile(graph: Graph, device, *, capture: bool = True,
+            donated: frozenset[int] = frozenset()):
     """An executable of `graph` for `device`: called with the graph's input Tensors it
     returns the output Tensors (a list); `counts()` says how its nodes run. hal's own
     executable offers itself to the backend's capture hook after a few calls (capture.py)
-    unless `capture` is False or HAL_CAPTURE=0."""
+    unless `capture` is False or HAL_CAPTURE=0, and may write the inputs at `donated` in
+    place (hal.jit's donate_argnums)."""
     executable = device.backend.compile(graph, device)
     if executable is None:
         return Executable(optimize(graph, device), device,
-                          capture=capture and settings.capture)
+                          capture=capture and settings.capture, donated=donated)
     if isinstance(executable, Executable):  # hal's own machinery: it records itself
         return executable
     return BackendExecutable(executable, graph, device)

@@ -341,6 +341,19 @@ def take(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
     return Case([x, indices], {"axis": axis}, views=draw(strided_views(1)))
 
 
+@strategy(family="update")
+@st.composite
+def update(draw, spec: ops.OpSpec, d: np.dtype) -> Case:
+    """dynamic_update_slice: an operand, an update no longer on any axis, and int32/int64
+    starts from below 0 to past the end (clamped so that the update fits)."""
+    shape = draw(small_shapes(min_dims=1))
+    size = tuple(draw(st.integers(0, n)) for n in shape)
+    idtype = draw(st.sampled_from([dt.int32, dt.int64]))
+    starts = np.array([draw(st.integers(-2, n + 2)) for n in shape], idtype)
+    x, u = draw(arrays(d, shape, special=True)), draw(arrays(d, size, special=True))
+    return Case([x, u, starts], views=draw(strided_views(2)))
+
+
 # -- movement: each op's parameters, after one tensor drawn alike for all -------------------
 def _movement_operand(draw, d: np.dtype, *, min_dims: int = 0) -> tuple:
     """(shape, tensor, views) of the tensor a movement op moves."""

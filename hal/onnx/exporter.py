@@ -523,6 +523,22 @@ def _take(b, node, x, meta):
     return b.op("Gather", [data, indices], axis=shapes.axis("take", axis, len(meta[0][0])))
 
 
+@_handles("dynamic_update_slice")
+def _dynamic_update_slice(b, node, x, meta):
+    """ScatterND of the update's rows over the leading axes it does not cover whole (k),
+    at the clamped starts plus each row's offset."""
+    (shape, _), (size, _), (_, index_dtype) = meta
+    if math.prod(size) == 0:
+        return b.op("Identity", [x[0]])
+    k = max((a + 1 for a in range(len(shape)) if size[a] != shape[a]), default=1)
+    starts = b.op("Slice", [b.cast(x[2], index_dtype, dt.int64), b.ints([0]), b.ints([k])])
+    clamped = b.op("Min", [b.op("Max", [starts, b.ints([0])]),
+                           b.ints([n - u for n, u in zip(shape[:k], size[:k])])])
+    offsets = np.stack(np.meshgrid(*[np.arange(u) for u in size[:k]], indexing="ij"), -1)
+    indices = b.op("Add", [b.const(offsets, np.int64), clamped])
+    return b.op("ScatterND", [x[0], indices, x[1]])
+
+
 # -- matmul, nn composites ----------------------------------------------------------------
 @_handles("matmul")
 def _matmul(b, node, x, meta):

@@ -1,5 +1,6 @@
 """Movement ops: reshape, permute_dims, broadcast_to, slice, concat, pad (primitives), take
-(extended) and roll (a composite): they move elements without computing new values."""
+and dynamic_update_slice (extended) and roll (a composite): they move elements without
+computing new values."""
 
 from __future__ import annotations
 
@@ -142,3 +143,34 @@ def _take_domain(x, indices, *, axis=None):
 
 declare("take", EXTENDED, "take", dt.ALL, lambda x, i, *, axis=None: np.take(x, i, axis),
         _take_meta, promote=(), domain=_take_domain)
+
+
+def update_window(shape: tuple, size: tuple, starts) -> tuple[slice, ...]:
+    """The slices of a tensor of `shape` that dynamic_update_slice writes a `size` block to
+    at `starts` (host ints), each start clamped into 0..dim - size (XLA's rule)."""
+    return tuple(slice(s, s + n) for s, n in
+                 ((min(max(int(s), 0), dim - n), n) for s, dim, n in zip(starts, shape, size)))
+
+
+def _dynamic_update_slice_meta(operand, update, start_indices):
+    name = "dynamic_update_slice"
+    check_dtype(name, update.dtype, (operand.dtype,), "update")
+    check_dtype(name, start_indices.dtype, dt.INTEGERS, "start_indices")
+    if update.ndim != operand.ndim or any(u > o for u, o in zip(update.shape, operand.shape)):
+        raise ShapeError(f"{name}: update of shape {tuple(update.shape)} does not fit in "
+                         f"operand of shape {tuple(operand.shape)}; it needs as many axes, "
+                         "none longer")
+    if tuple(start_indices.shape) != (operand.ndim,):
+        raise ShapeError(f"{name}: start_indices of shape {tuple(start_indices.shape)} must be "
+                         f"({operand.ndim},), one start per axis of the operand")
+    return tuple(operand.shape), operand.dtype
+
+
+def _dynamic_update_slice_ref(operand, update, start_indices):
+    out = np.array(operand)
+    out[update_window(operand.shape, update.shape, start_indices)] = update
+    return out
+
+
+declare("dynamic_update_slice", EXTENDED, "update", dt.ALL, _dynamic_update_slice_ref,
+        _dynamic_update_slice_meta, promote=(), inplace=0)

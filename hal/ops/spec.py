@@ -3,9 +3,9 @@
 An op is declared once (`declare`, used by the family modules of this package): name,
 kind, family, accepted dtypes, output rule (`meta`), numpy reference and per-dtype
 tolerances. Tiers: *primitive* ops every backend provides; *extended* ops (complex
-parts, FFT, int8, sort, scan, take) a backend may lack; *composite* ops with a default
-decomposition into other ops (in `hal/nn.py`, `hal/fft.py`, `hal/functions.py`) that a
-backend may replace with a fused kernel.
+parts, FFT, int8, sort, scan, take, dynamic_update_slice) a backend may lack;
+*composite* ops with a default decomposition into other ops (in `hal/nn.py`,
+`hal/fft.py`, `hal/functions.py`) that a backend may replace with a fused kernel.
 
 A reference computes float16/bfloat16 in float32 and rounds the result (`lift`, the one
 half-precision lift), so it is the correctly rounded answer a careful kernel gives, not
@@ -58,6 +58,9 @@ class OpSpec:
     # it reads values (operands with __array__), so only an interpreter holding them runs it
     domain: Callable | None = None
     differentiable: bool = True
+    # the operand whose buffer a kernel may write the result into when the graph owns that
+    # buffer (a donated input read by no other node): the op then updates it in place
+    inplace: int | None = None
     doc: str = ""
 
     def evaluate(self, *arrays, **params):

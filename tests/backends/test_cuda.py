@@ -200,6 +200,27 @@ def test_take_along_an_axis_and_flattened(numpy_as_cupy, d):
         _check_host("take", take(x, idx[:0], axis=1), x, idx[:0], axis=1)
 
 
+@pytest.mark.parametrize("d", ["bfloat16", "float32", "complex128", "int8", "bool"])
+def test_dynamic_update_slice_clamps_and_writes_a_given_buffer(numpy_as_cupy, d):
+    from backends.cuda.movement import dynamic_update_slice
+
+    if d == "bfloat16" and dt.bfloat16 is None:
+        pytest.skip("no bfloat16 without ml_dtypes")
+    x = _data((3, 4, 5), "float32").astype(d) if d != "bool" else RNG.random((3, 4, 5)) < 0.5
+    update = x[:2, :1, 1:4][::-1].copy()
+    for idtype in (np.int32, np.int64):
+        for starts in ([0, 0, 0], [2, -1, 9], [1, 3, 1]):
+            idx = np.array(starts, idtype)
+            _check_host("dynamic_update_slice", dynamic_update_slice(x, update, idx),
+                        x, update, idx)
+            donated = x.copy()
+            got = dynamic_update_slice(donated, update, idx, out=donated)
+            assert got is donated  # written in place
+            _check_host("dynamic_update_slice", got, x, update, idx)
+        empty = update[:, :0]
+        _check_host("dynamic_update_slice", dynamic_update_slice(x, empty, idx), x, empty, idx)
+
+
 def _cupy14_matmul(a, b):
     """cupy 14's matmul: bfloat16 only as one 2-d GEMM (its batched path and its vector dot
     look the dtype up by char code, which numpy does not know); the result in a's dtype."""

@@ -231,6 +231,24 @@ def test_export_then_load_runs_on_hal_as_eager(case):
         _assert_close(g.numpy(), w, f"{case} output {k}")
 
 
+def test_dynamic_update_slice_exports_as_scatternd_at_the_clamped_starts():
+    """ScatterND has no import (the op set has no general scatter): export only."""
+    def fn(c, k, p):
+        start = hal.pad(p, ((2, 1),))
+        return (hal.dynamic_update_slice(c, k, start),
+                hal.dynamic_update_slice(c, k[:, :, :, :2], hal.astype(start, hal.int32) + 3),
+                hal.dynamic_update_slice(c, c[:1], [-4, 0, 0, 0]),
+                hal.dynamic_update_slice(c, k[:, :, :0], start))
+
+    args = [_f32(2, 3, 6, 4), _f32(2, 3, 1, 4), np.array([4], np.int64)]
+    tensors = _tensors(args)
+    model = hal.onnx.export(fn, *tensors)
+    assert {n.op_type for n in model.graph.node} >= {"ScatterND"}
+    got = _ort_run(model, {f"input_{i}": v for i, v in enumerate(args)})
+    for k, (g, w) in enumerate(zip(got, [t.numpy() for t in fn(*tensors)], strict=True)):
+        np.testing.assert_array_equal(g, w, err_msg=f"output {k}")
+
+
 def test_export_then_load_on_opencl():
     if "opencl" not in hal.available_backends():
         pytest.skip(f"opencl: {hal.backend('opencl').why_unavailable()}")

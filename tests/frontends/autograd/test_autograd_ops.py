@@ -73,6 +73,13 @@ def _case(rng, device, dtype):
         "slice": (lambda a: a[::2, 3:0:-2], (x,)),
         "concat": (lambda a, c: hal.concat([a, hal.reshape(c, (1, 4))], axis=0), (x, y)),
         "take": (lambda a: hal.take(a, t([[0, 2], [-1, 2]], np.int64), axis=1), (x,)),
+        "dynamic_update_slice": (  # the second start (5) is clamped to 2
+            lambda a, c: hal.dynamic_update_slice(a, c, t(np.array([1, 5]), np.int64)),
+            (x, hal.reshape(y, (2, 2)))),
+        "dynamic_update_slice-operand": (
+            lambda a: hal.dynamic_update_slice(a, hal.zeros((1, 4), dtype=a.dtype,
+                                                            device=a.device), [-1, 0]),
+            (x,), "dynamic_update_slice"),
         "pad": (lambda a: hal.pad(a, ((1, 2), (0, 1)), value=3.0), (x,)),
         "pad-edge": (lambda a: hal.pad(a, ((2, 1), (1, 3)), mode="edge"), (x,), "pad"),
         "pad-wrap": (lambda a: hal.pad(a, ((2, 1), (1, 3)), mode="wrap"), (x,), "pad"),

@@ -91,6 +91,26 @@ def test_jitted_decode_traces_once_per_window(model64, ids):
     assert [llama.bucket(n, 64) for n in (1, 16, 17, 33, 64)] == [16, 16, 32, 64, 64]
 
 
+def test_jitted_decode_writes_the_donated_cache_in_place(model64, ids):
+    _, decode = llama.greedy_steps(model64, jit=True)
+    cache = model64.new_cache(2)
+    where = hal.asarray(np.array([3], np.int64))
+    token = hal.asarray(ids[:, 3:4])
+    before = [t.native for kv in cache for t in kv]
+    want = model64.decode(token, 3, model64.new_cache(2), 16)[1]
+    _, written = decode(token, where, cache, 16)
+    graph = decode.graph(token, where, written, 16)
+    assert graph.op_counts()["dynamic_update_slice"] == 2 * TINY.n_layers
+    assert "where" not in {graph.nodes[r[1]].op for r in graph.outputs[1:]}
+    assert all(t.native is b for t, b in zip([t for kv in written for t in kv], before,
+                                             strict=True))  # the same memory, written
+    for got, expected in zip(written, want, strict=True):
+        for g, e in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(g.numpy(), e.numpy())
+    with pytest.raises(hal.HalError, match="argument 2 was donated"):
+        cache[0][0].numpy()
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_greedy_samples_equal_on_every_backend(ids, backend):
     model = llama.Llama(TINY, seed=4).eval()
