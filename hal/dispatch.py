@@ -140,11 +140,12 @@ class Observe(Interpreter):
 
 
 EAGER = Eager()
+ALONE = (EAGER,)  # the stack when nothing observes or traces: always this very tuple
 _stack: contextvars.ContextVar[tuple[Interpreter, ...]] = contextvars.ContextVar(
-    "hal_interpreters", default=(EAGER,))
+    "hal_interpreters", default=ALONE)
 
 
-# interpreters(): the dispatch stack of this thread (or task), outermost first: (EAGER,)
+# interpreters(): the dispatch stack of this thread (or task), outermost first: ALONE
 # when nothing observes or traces the ops (the ContextVar's own get: no frame per call)
 interpreters: Callable[[], tuple[Interpreter, ...]] = _stack.get
 
@@ -157,7 +158,8 @@ def interpret(interpreter: Interpreter) -> Iterator[Interpreter]:
     try:
         yield interpreter
     finally:  # by identity (interpreters need not be comparable), whatever exits first
-        _stack.set(tuple(i for i in _stack.get() if i is not interpreter))
+        rest = tuple(i for i in _stack.get() if i is not interpreter)
+        _stack.set(ALONE if len(rest) == 1 and rest[0] is EAGER else rest)
 
 
 @contextlib.contextmanager
