@@ -398,7 +398,7 @@ def _bind(spec: ops.OpSpec, device, given: tuple, args: tuple, out: tuple,
         if len(given) != 1 or type(given[0]) is not Tensor or args is not given \
                 or not all(_keyable(v) for v in params.values()):
             return
-        kernel = functools.partial(kernel, **params)
+        kernel = specialized(kernel, [(given[0].shape, given[0].dtype)], params)
         x = given[0]
         key = (spec.name, x.device, x.dtype, x.shape, *params.items(),
                *map(type, params.values()))  # True == 1, but axis=True is no axis
@@ -419,6 +419,20 @@ def _bind(spec: ops.OpSpec, device, given: tuple, args: tuple, out: tuple,
     if len(_bound) >= _BOUND_MAX:
         _bound.clear()
     _bound[key] = (kernel, out[0], out[1], args[spec.key].dtype.name)
+
+
+def specialized(kernel: Callable, metas: list, params: dict) -> Callable:
+    """kernel with its parameters bound for operands of these (shape, dtype) pairs (None
+    for an absent one): the kernel's own `for_shape` function where it offers one."""
+    if not params:
+        return kernel
+    for_shape = getattr(kernel, "for_shape", None)
+    if for_shape is not None:
+        planned = for_shape(tuple(None if m is None else m[0] for m in metas),
+                            tuple(None if m is None else m[1] for m in metas), **params)
+        if planned is not None:
+            return planned
+    return functools.partial(kernel, **params)
 
 
 def _with_constant(kernel: Callable, constant, tensor_at: int) -> Callable:

@@ -22,7 +22,6 @@ the device graph (`capture.py` has the rules).
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections import Counter
 
@@ -83,7 +82,8 @@ class Executable:
         params = dict(node.params)
         if getattr(kernel, "takes_meta", False):
             params.update(out_shape=node.shape, out_dtype=node.dtype)
-        bound = functools.partial(kernel, **params) if params else kernel
+        bound = dispatch.specialized(
+            kernel, [None if r is None else graph.meta(r) for r in node.inputs], params)
         self.how.append("kernel")
         if spec.domain is None:
             if getattr(kernel, "takes_out", False):
