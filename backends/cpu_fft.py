@@ -8,6 +8,14 @@ measuring. A call points the plan at its arrays (`update_arrays`) and executes i
 copy. Each kernel takes `out=`, so under `hal.jit` it writes into the executable's
 preallocated buffer. Where pyfftw does not import, scipy's pocketfft runs instead.
 
+Below the threaded size a kernel offers `for_shape`: each node of a jitted graph and
+each bound eager call (hal.dispatch) gets a plan of its own, called directly. A node's
+plan keeps pointing at the executable's buffers, so a call is FFTW's execute alone (a
+KdV step of 8 transforms: 22 -> 14 us); one plan shared by the nodes re-pointed itself
+at every node. ducc0 0.42 measured beside it (one thread, same arrays) was 1.9-7x slower
+than a planned FFTW (1024-point c64, 256-point real, 4096 x 1024 batched, 1024^2 2-D):
+not used.
+
 Threads: a transform of `THREADED_POINTS` points or more runs on `settings.threads`
 threads, fewer where other tasks keep cores busy now (FFTW's threads wait for each other
 at every pass: on 2 cores with one taken, 2 threads ran 3x (1024^2) to 400x (128^2)
@@ -75,6 +83,8 @@ def _others_running() -> int:
 
 class Plan:
     """One transform planned with FFTW: `plan(x, out)` writes it into out (or a new array)."""
+
+    takes_out = True  # a graph node running its own plan gets a preallocated buffer
 
     def __init__(self, pyfftw, name: str, shape: tuple, dtype: np.dtype, axes: tuple,
                  norm, n, threads: int):
@@ -180,7 +190,18 @@ def kernel(name: str):
         threads = 1 if 2 * size < THREADED_POINTS else threads_for(_points(name, x, axes, n))
         return plan(name, x.shape, x.dtype, axes, norm, n, threads)(x, out)
 
+    def for_shape(shapes, dtypes, *, axes, norm=None, n=None):
+        """A plan of its own for one input shape and dtype (what a graph node or a bound
+        eager call keeps: it stays pointed at the arrays of its last call), or None where
+        the kernel must decide per call (pocketfft, no points, threads by the load now)."""
+        (shape,), (dtype,) = shapes, dtypes
+        points = math.prod(shape)
+        if pyfftw_module() is None or points == 0 or 2 * points >= THREADED_POINTS:
+            return None
+        return Plan(pyfftw_module(), name, shape, dtype, axes, norm, n, 1)
+
     fft_kernel.takes_out = True
+    fft_kernel.for_shape = for_shape
     return fft_kernel
 
 

@@ -140,11 +140,12 @@ class Observe(Interpreter):
 
 
 EAGER = Eager()
+ALONE = (EAGER,)  # the stack when nothing observes or traces: always this very tuple
 _stack: contextvars.ContextVar[tuple[Interpreter, ...]] = contextvars.ContextVar(
-    "hal_interpreters", default=(EAGER,))
+    "hal_interpreters", default=ALONE)
 
 
-# interpreters(): the dispatch stack of this thread (or task), outermost first: (EAGER,)
+# interpreters(): the dispatch stack of this thread (or task), outermost first: ALONE
 # when nothing observes or traces the ops (the ContextVar's own get: no frame per call)
 interpreters: Callable[[], tuple[Interpreter, ...]] = _stack.get
 
@@ -157,7 +158,8 @@ def interpret(interpreter: Interpreter) -> Iterator[Interpreter]:
     try:
         yield interpreter
     finally:  # by identity (interpreters need not be comparable), whatever exits first
-        _stack.set(tuple(i for i in _stack.get() if i is not interpreter))
+        rest = tuple(i for i in _stack.get() if i is not interpreter)
+        _stack.set(ALONE if len(rest) == 1 and rest[0] is EAGER else rest)
 
 
 @contextlib.contextmanager
@@ -396,7 +398,7 @@ def _bind(spec: ops.OpSpec, device, given: tuple, args: tuple, out: tuple,
         if len(given) != 1 or type(given[0]) is not Tensor or args is not given \
                 or not all(_keyable(v) for v in params.values()):
             return
-        kernel = functools.partial(kernel, **params)
+        kernel = specialized(kernel, [(given[0].shape, given[0].dtype)], params)
         x = given[0]
         key = (spec.name, x.device, x.dtype, x.shape, *params.items(),
                *map(type, params.values()))  # True == 1, but axis=True is no axis
@@ -417,6 +419,20 @@ def _bind(spec: ops.OpSpec, device, given: tuple, args: tuple, out: tuple,
     if len(_bound) >= _BOUND_MAX:
         _bound.clear()
     _bound[key] = (kernel, out[0], out[1], args[spec.key].dtype.name)
+
+
+def specialized(kernel: Callable, metas: list, params: dict) -> Callable:
+    """kernel with its parameters bound for operands of these (shape, dtype) pairs (None
+    for an absent one): the kernel's own `for_shape` function where it offers one."""
+    if not params:
+        return kernel
+    for_shape = getattr(kernel, "for_shape", None)
+    if for_shape is not None:
+        planned = for_shape(tuple(None if m is None else m[0] for m in metas),
+                            tuple(None if m is None else m[1] for m in metas), **params)
+        if planned is not None:
+            return planned
+    return functools.partial(kernel, **params)
 
 
 def _with_constant(kernel: Callable, constant, tensor_at: int) -> Callable:

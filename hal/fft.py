@@ -27,10 +27,6 @@ _FFTN, _IFFTN, _RFFTN, _IRFFTN = (ops.spec(n) for n in ("fftn", "ifftn", "rfftn"
 _CACHED = 1024  # call shapes whose checked axes and sizes are kept
 
 
-def _as_tensor(x) -> Tensor:
-    return x if isinstance(x, Tensor) else asarray(x)
-
-
 @functools.lru_cache(maxsize=64)
 def _input_dtype(op: str, dtype: np.dtype) -> np.dtype:
     """The dtype op transforms for an input dtype: complex for fftn/ifftn/irfftn (real cast
@@ -44,12 +40,6 @@ def _input_dtype(op: str, dtype: np.dtype) -> np.dtype:
     return dt.complex_dtype(dtype)
 
 
-def _input(op: str, x) -> Tensor:
-    x = _as_tensor(x)
-    target = _input_dtype(op, x.dtype)
-    return x if target is x.dtype else F.astype(x, target)
-
-
 class _Layout(NamedTuple):
     """A call's checked axes, the crop/pad bringing the input to the transform's size (None
     for none), and irfftn's output length n."""
@@ -58,15 +48,6 @@ class _Layout(NamedTuple):
     bounds: list | None
     widths: list | None
     n: int | None
-
-
-def _layout(op: str, shape: tuple, s, axes) -> _Layout:
-    """_checked_layout, cached per (op, shape, s, axes and their items' types) where s and
-    axes are hashable (a tuple, an int or None)."""
-    try:
-        return _cached_layout(op, shape, s, axes, _kinds(s), _kinds(axes))
-    except TypeError:  # a list or an array: checked without the cache
-        return _checked_layout(op, shape, s, axes)
 
 
 def _kinds(value):
@@ -122,21 +103,30 @@ def _resized(x: Tensor, layout: _Layout) -> Tensor:
     return x
 
 
-def _one_axis(op: str, shape: tuple, n, axis) -> _Layout:
-    """The layout of a 1-d transform, cached per (op, shape, n, axis and their types)."""
-    try:
-        return _cached_one_axis(op, shape, n, axis)
-    except TypeError:  # unhashable n or axis: checked without the cache
-        return _checked_layout(op, shape, None if n is None else (n,), (axis,))
-
-
 @functools.lru_cache(maxsize=_CACHED, typed=True)
 def _cached_one_axis(op, shape, n, axis) -> _Layout:
     return _checked_layout(op, shape, None if n is None else (n,), (axis,))
 
 
-def _transform(spec, x: Tensor, layout: _Layout, norm) -> Tensor:
-    x = _resized(x, layout)
+def _transform(spec, x, s, axes, norm, one_axis: bool = False) -> Tensor:
+    """The transform of x (made a Tensor of the op's input dtype, cropped or padded) over
+    the axes numpy's arguments name: `s`, `axes` of an n-d function, or `n`, `axis` of a
+    1-d one (one_axis). Checked axes and sizes are cached per call shape where s and axes
+    are hashable; one function, so that a repeated call costs few frames."""
+    op = spec.name
+    if not isinstance(x, Tensor):
+        x = asarray(x)
+    target = _input_dtype(op, x.dtype)
+    if target is not x.dtype:
+        x = F.astype(x, target)
+    try:
+        layout = _cached_one_axis(op, x.shape, s, axes) if one_axis else \
+            _cached_layout(op, x.shape, s, axes, _kinds(s), _kinds(axes))
+    except TypeError:  # a list or an array: checked without the cache
+        layout = _checked_layout(op, x.shape, None if s is None else (s,), (axes,)) \
+            if one_axis else _checked_layout(op, x.shape, s, axes)
+    if layout.bounds is not None or layout.widths is not None:
+        x = _resized(x, layout)
     if layout.n is None:
         return call(spec, x, axes=layout.axes, norm=norm)
     return call(spec, x, axes=layout.axes, n=layout.n, norm=norm)
@@ -144,50 +134,42 @@ def _transform(spec, x: Tensor, layout: _Layout, norm) -> Tensor:
 
 def fftn(x, s=None, axes=None, norm=None) -> Tensor:
     """N-d discrete Fourier transform over axes (all by default)."""
-    x = _input("fftn", x)
-    return _transform(_FFTN, x, _layout("fftn", x.shape, s, axes), norm)
+    return _transform(_FFTN, x, s, axes, norm)
 
 
 def ifftn(x, s=None, axes=None, norm=None) -> Tensor:
     """N-d inverse discrete Fourier transform over axes."""
-    x = _input("ifftn", x)
-    return _transform(_IFFTN, x, _layout("ifftn", x.shape, s, axes), norm)
+    return _transform(_IFFTN, x, s, axes, norm)
 
 
 def rfftn(x, s=None, axes=None, norm=None) -> Tensor:
     """N-d transform of real input; the last axis keeps n//2 + 1 points."""
-    x = _input("rfftn", x)
-    return _transform(_RFFTN, x, _layout("rfftn", x.shape, s, axes), norm)
+    return _transform(_RFFTN, x, s, axes, norm)
 
 
 def irfftn(x, s=None, axes=None, norm=None) -> Tensor:
     """Inverse of rfftn: real output; s gives the output sizes (last: 2*(m-1) by default)."""
-    x = _input("irfftn", x)
-    return _transform(_IRFFTN, x, _layout("irfftn", x.shape, s, axes), norm)
+    return _transform(_IRFFTN, x, s, axes, norm)
 
 
 def fft(x, n=None, axis=-1, norm=None) -> Tensor:
     """1-d discrete Fourier transform along axis."""
-    x = _input("fftn", x)
-    return _transform(_FFTN, x, _one_axis("fftn", x.shape, n, axis), norm)
+    return _transform(_FFTN, x, n, axis, norm, one_axis=True)
 
 
 def ifft(x, n=None, axis=-1, norm=None) -> Tensor:
     """1-d inverse discrete Fourier transform along axis."""
-    x = _input("ifftn", x)
-    return _transform(_IFFTN, x, _one_axis("ifftn", x.shape, n, axis), norm)
+    return _transform(_IFFTN, x, n, axis, norm, one_axis=True)
 
 
 def rfft(x, n=None, axis=-1, norm=None) -> Tensor:
     """1-d transform of real input (n//2 + 1 points)."""
-    x = _input("rfftn", x)
-    return _transform(_RFFTN, x, _one_axis("rfftn", x.shape, n, axis), norm)
+    return _transform(_RFFTN, x, n, axis, norm, one_axis=True)
 
 
 def irfft(x, n=None, axis=-1, norm=None) -> Tensor:
     """Inverse of rfft: n real points (2*(m-1) by default)."""
-    x = _input("irfftn", x)
-    return _transform(_IRFFTN, x, _one_axis("irfftn", x.shape, n, axis), norm)
+    return _transform(_IRFFTN, x, n, axis, norm, one_axis=True)
 
 
 def fft2(x, s=None, axes=(-2, -1), norm=None) -> Tensor:

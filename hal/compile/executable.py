@@ -26,7 +26,6 @@ the device graph (`capture.py` has the rules).
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections import Counter
 
@@ -90,7 +89,8 @@ class Executable:
         params = dict(node.params)
         if getattr(kernel, "takes_meta", False):
             params.update(out_shape=node.shape, out_dtype=node.dtype)
-        bound = functools.partial(kernel, **params) if params else kernel
+        bound = dispatch.specialized(
+            kernel, [None if r is None else graph.meta(r) for r in node.inputs], params)
         self.how.append("kernel")
         if spec.domain is None:
             if getattr(kernel, "takes_out", False):
@@ -139,10 +139,11 @@ class Executable:
         names = {("input", i): name for i, name in enumerate(inputs)}
         names.update({("const", i): f"c[{i}]" for i in range(len(graph.constants))})
         last = _last_uses(graph)
-        scope = {"s": self._steps, "c": self._constants, "b": self._buffers.fixed,
-                 "e": self._buffers.fresh, "d": self.device, "T": Tensor,
-                 "new": object.__new__, "C": graph.constants,
-                 "m": [(n.shape, n.dtype) for n in graph.nodes]}
+        scope = {"c": self._constants, "b": self._buffers.fixed, "d": self.device, "T": Tensor,
+                 "new": object.__new__, "C": graph.constants}
+        for k, node in enumerate(graph.nodes):  # each a name of its own: one lookup per use
+            scope.update({f"s{k}": self._steps[k], f"e{k}": self._buffers.fresh.get(k),
+                          f"shape{k}": node.shape, f"dtype{k}": node.dtype})
         outputs = set(graph.outputs)
         body = []
         for k, node in enumerate(graph.nodes):
@@ -151,9 +152,9 @@ class Executable:
             if k in self.in_place:
                 args.append(f"out=i{self.in_place[k]}")
             elif slot is not None:
-                args.append(f"out=b[{slot}]" if slot >= 0 else f"out=e[{k}]()")
+                args.append(f"out=b[{slot}]" if slot >= 0 else f"out=e{k}()")
             names[("node", k)] = f"v{k}"
-            line = f"    v{k} = s[{k}]({', '.join(args)})"
+            line = f"    v{k} = s{k}({', '.join(args)})"
             dead = [f"v{j}" for j in last.get(k, ()) if ("node", j) not in outputs]
             body.append(line + (f"; del {', '.join(dead)}" if dead else ""))
         natives = [f"def run({', '.join(inputs)}):", *body,
@@ -164,7 +165,7 @@ class Executable:
         for j, r in enumerate(graph.outputs):
             if r[0] == "node":
                 made.append(f"o{j} = new(T); o{j}.native = v{r[1]}; o{j}.device = d; "
-                            f"o{j}.shape, o{j}.dtype = m[{r[1]}]")
+                            f"o{j}.shape = shape{r[1]}; o{j}.dtype = dtype{r[1]}")
                 wrapped.append(f"o{j}")
             else:
                 wrapped.append(f"t{names[r]}" if r[0] == "input" else f"C[{r[1]}]")

@@ -18,8 +18,6 @@ body constants, and one output. A backend compiles a body with `Backend.compile_
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 from dataclasses import dataclass, field
 
@@ -107,6 +105,8 @@ class Graph:
     def key(self) -> str:
         """A hash of what the graph computes (ops, params, shapes, dtypes, constant values):
         equal keys compile to the same code."""
+        import hashlib  # here, not at import: hashlib's OpenSSL is ~3 MB of start-up
+
         data = self._to_dict()
         for n in data["nodes"]:
             n.pop("where")
@@ -253,12 +253,16 @@ def _param_from_json(v, device):
 
 
 def _encode(a: np.ndarray) -> dict:
+    import base64
+
     data = np.ascontiguousarray(a).view(np.uint8).tobytes() if a.size else b""
     return {"dtype": a.dtype.name, "shape": list(a.shape),
             "data": base64.b64encode(data).decode("ascii")}
 
 
 def _decode(c: dict) -> np.ndarray:
+    import base64
+
     raw = base64.b64decode(c["data"])
     dtype = dt.dtype(c["dtype"])
     return np.frombuffer(raw, dtype=dtype).reshape(c["shape"]).copy()

@@ -37,7 +37,6 @@ from __future__ import annotations
 import functools
 import operator
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable
 
 from .. import dispatch
@@ -99,41 +98,45 @@ class Jitted:
             raise HalError("hal.jit: cache_size and retrace_warning must be at least 1")
         self.cache_size, self.retrace_warning = cache_size, retrace_warning
         self.capture = capture
-        self._cache: OrderedDict[tuple, _Entry] = OrderedDict()
+        self._cache: dict[tuple, _Entry] = {}  # oldest first
         self.traces = 0  # how many times fn was traced
 
     def __call__(self, *args, **kwargs):
-        tensors = args
-        try:  # the hot path: Tensor arguments only
-            if kwargs or self.static_argnums:
+        try:  # the hot path: Tensor arguments of a signature seen before, nothing watching
+            if kwargs:
                 raise AttributeError
             if len(args) == 1:  # _plain_key, written out for one and two arguments
                 a = args[0]
-                key = (a.shape, a.dtype, a.device)
+                entry = self._cache[a.shape, a.dtype, a.device]
             elif len(args) == 2:
                 a, b = args
-                key = (a.shape, a.dtype, a.device, b.shape, b.dtype, b.device)
+                entry = self._cache[a.shape, a.dtype, a.device, b.shape, b.dtype, b.device]
             else:
-                key = _plain_key(args)
-        except AttributeError:
-            key, tensors = self._key(args, kwargs)
-        entry = self._cache.get(key)
-        if entry is None:  # validate the arguments (the hot path only looked at attributes)
-            key, tensors = self._key(args, kwargs)
-            entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
-        elif entry.ready is not None and not _recorders and len(_interpreters()) == 1:
-            try:  # the executable's generated function, called here without its frame
-                return entry.rebuild(entry.ready(*tensors))
-            except HalError:
-                raise
-            except Exception as e:
-                raise entry.executable.failure(e) from e
-        if len(_interpreters()) > 1:  # autodiff or a trace watching: op by op
+                entry = self._cache[_plain_key(args)]
+            ready = entry.ready
+        except (AttributeError, KeyError):
+            return self._call(args, kwargs)
+        if ready is None or _recorders or _interpreters() is not _ALONE:
+            return self._call(args, kwargs)
+        try:  # the executable's generated function, called here without its frame
+            return entry.rebuild(ready(*args))
+        except HalError:
+            raise
+        except Exception as e:
+            raise entry.executable.failure(e) from e
+
+    def _call(self, args: tuple, kwargs: dict):
+        """A call off the hot path: arguments checked, traced or compiled where new, run op
+        by op under an interpreter, or through the executable's checked way."""
+        key, tensors = self._key(args, kwargs)
+        entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
+        if _interpreters() is not _ALONE:  # autodiff or a trace watching: op by op
             return entry.rebuild(entry.graph.run(*tensors))
         if entry.executable is None:
             entry.compile(self.capture, self._donated(args))
         outputs = entry.executable(*tensors)
-        entry.ready = getattr(entry.executable, "ready", None)  # hal's Executable's, once set
+        if tensors is args:  # hal's Executable's generated function, once it has one
+            entry.ready = getattr(entry.executable, "ready", None)
         return entry.rebuild(outputs)
 
     def graph(self, *args, **kwargs) -> Graph:
@@ -206,7 +209,7 @@ class Jitted:
         entry = _Entry(graph, out_tree, device)
         self._cache[key] = entry
         if len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+            del self._cache[next(iter(self._cache))]
         return entry
 
 
@@ -258,6 +261,7 @@ class _Entry:
 
 # -- argument and result structure --------------------------------------------------------------
 _interpreters = dispatch.interpreters
+_ALONE = dispatch.ALONE  # the stack when nothing observes or traces (the very object)
 _recorders = dispatch.recorders  # the open placement() blocks (a list changed in place)
 
 

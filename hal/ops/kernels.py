@@ -46,7 +46,10 @@ class KernelTable:
         result's shape and dtype as the op's rule computed them (to allocate its output
         with `device.empty`). A kernel with the attribute `takes_out = True` also accepts
         `out=`, a native array of the result's shape and dtype to write and return: hal.jit's
-        executables pass their preallocated buffers, eager calls none. Whatever a kernel
+        executables pass their preallocated buffers, eager calls none. A kernel with the
+        attribute `for_shape(shapes, dtypes, **params)` (shape and dtype per operand) gives
+        for those a function of the natives alone to call instead, or None: what a graph
+        node or a repeated eager call keeps (a planned FFT, say). Whatever a kernel
         returns must have that shape and dtype:
         dispatch checks it, and wraps a kernel's own exception in a KernelError.
         """

@@ -19,17 +19,17 @@ probed either.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import signal
-import subprocess
 import sys
-from importlib.machinery import ModuleSpec
-from importlib.metadata import EntryPoint
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .settings import settings
+
+if TYPE_CHECKING:  # the probe's own imports wait for a plugin to probe (start-up: ~4 MB)
+    from importlib.machinery import ModuleSpec
+    from importlib.metadata import EntryPoint
 
 PROJECT = "hal"  # the distribution of hal itself (pyproject.toml's name)
 MARK = "hal-probe-stage:"  # the child's progress lines; a plugin may print too
@@ -65,6 +65,8 @@ def crash(point: EntryPoint) -> str | None:
     module = _module_file(point.module)
     if module is None:
         return None  # it will not import: the load here says ModuleNotFoundError
+    import hashlib
+
     stat = module.stat()
     key = {"distribution": dist.name, "version": dist.version, "entry_point": point.value,
            "module": str(module), "mtime_ns": stat.st_mtime_ns, "size": stat.st_size,
@@ -83,6 +85,8 @@ def crash(point: EntryPoint) -> str | None:
 
 def _probe(point: EntryPoint, release: str, verdict_file: Path) -> tuple[str | None, bool]:
     """(why the plugin cannot be loaded here or None, whether that verdict lasts)."""
+    import subprocess
+
     try:
         done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(sys.path), point.value],
                               capture_output=True, text=True, timeout=settings.probe_timeout)
@@ -103,6 +107,8 @@ def _probe(point: EntryPoint, release: str, verdict_file: Path) -> tuple[str | N
 
 
 def _signal_name(number: int) -> str:
+    import signal
+
     try:
         return signal.Signals(number).name
     except ValueError:

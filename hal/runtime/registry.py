@@ -15,17 +15,20 @@ that reason. Only KeyboardInterrupt goes through.
 
 from __future__ import annotations
 
+import importlib
 import threading
 import warnings
 from collections.abc import Callable
-from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import plugin_probe
 from .backend import API_VERSION, Backend
 from .device import Device
 from .errors import BackendUnavailable, HalError, PluginWarning
 from .settings import settings
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 GROUP = "hal.backends"
 
@@ -107,10 +110,23 @@ class Registry:
     """Named backend factories; each backend is built on first use and then kept."""
 
     def __init__(self, points: list[EntryPoint] | None = None):
-        self._points = {p.name: p for p in (points if points is not None else
-                                            entry_points(group=GROUP))}
+        self._given = points
+        self._scanned: dict[str, EntryPoint] | None = None
         self._backends: dict[str, Backend] = {}
         self._broken: dict[str, str] = {}
+
+    @property
+    def _points(self) -> dict[str, EntryPoint]:
+        """The entry points by name, read once when first needed (importlib.metadata's scan
+        of every installed distribution: ~3 MB and tens of ms that a first op on the
+        embedded cpu does without)."""
+        if self._scanned is None:
+            if self._given is None:
+                from importlib.metadata import entry_points
+
+                self._given = list(entry_points(group=GROUP))
+            self._scanned = {p.name: p for p in self._given}
+        return self._scanned
 
     def names(self) -> list[str]:
         """Registered backend names: HAL_BACKENDS first, then cpu, then the rest by name."""
@@ -126,6 +142,8 @@ class Registry:
         """The backend called `name`; BackendUnavailable if it is unknown or failed to load."""
         if name in self._backends:
             return self._backends[name]
+        if name == EMBEDDED and self._scanned is None and self._given is None:
+            return self._load(name, _Embedded())
         if name not in self._points:
             raise BackendUnavailable(
                 f"unknown backend {name!r}; registered: {', '.join(self.names()) or 'none'} "
@@ -138,8 +156,8 @@ class Registry:
             raise BackendUnavailable(f"backend {name!r} failed to load: {self._broken[name]}")
         return backend
 
-    def _load(self, name: str) -> Backend | None:
-        point = self._points[name]
+    def _load(self, name: str, point=None) -> Backend | None:
+        point = point or self._points[name]
         try:
             crashed = plugin_probe.crash(point)
             if crashed is not None:
@@ -172,6 +190,18 @@ class Registry:
             except BackendUnavailable:
                 continue
         return out
+
+
+class _Embedded:
+    """The embedded cpu backend's entry point as pyproject.toml registers it, loaded without
+    reading the installed distributions (a test holds the two equal)."""
+
+    name, value, dist = "cpu", "backends.cpu:CpuBackend", None
+
+    def load(self):
+        """The backend class."""
+        module, _, attribute = self.value.partition(":")
+        return getattr(importlib.import_module(module), attribute)
 
 
 registry = Registry()
@@ -226,7 +256,8 @@ def default_device() -> Device:
 def _first_device() -> Device:
     """Device 0 of the first of HAL_BACKENDS, then cpu, that is available and opens (one that
     fails to open is a PluginWarning and the next one is tried)."""
-    tried = [n for n in registry.names() if n in settings.backends or n == EMBEDDED]
+    named = [n for n in registry.names() if n in settings.backends] if settings.backends else []
+    tried = named if EMBEDDED in named else [*named, EMBEDDED]
     for name in tried:
         try:
             backend = registry.get(name)

@@ -42,6 +42,15 @@ class RecordingDevice(CpuDevice):
                 self.launches.append((fn, args, kwargs, result))
             return result
 
+        launch.takes_out = getattr(fn, "takes_out", False)
+        planned = getattr(fn, "for_shape", None)
+        if planned is not None:  # the kernel's own plans (FFTs), recorded as it is
+
+            def for_shape(*args, **params):
+                plan = planned(*args, **params)
+                return None if plan is None else self.recorded(op, plan)
+
+            launch.for_shape = for_shape
         return launch
 
 

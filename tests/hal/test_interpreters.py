@@ -36,7 +36,19 @@ def test_innermost_interpreter_sees_each_op_with_its_computed_result_shape(cpu):
     np.testing.assert_array_equal(y.numpy(), [6.0, 6.0])
     assert log == [("op", "multiply", ((2, 3), np.dtype("float64"))),
                    ("op", "sum", ((2,), np.dtype("float64")))]
-    assert dispatch.interpreters() == (dispatch.EAGER,)
+    assert dispatch.interpreters() is dispatch.ALONE
+
+
+def test_the_stack_is_alone_again_whichever_block_exits_first(cpu):
+    """Blocks left out of order still leave the very ALONE tuple (hal.jit's hot path asks
+    `interpreters() is ALONE`)."""
+    outer, inner = dispatch.interpret(Counting([])), dispatch.interpret(Counting([]))
+    first, second = outer.__enter__(), inner.__enter__()
+    assert dispatch.interpreters() == (dispatch.EAGER, first, second)
+    outer.__exit__(None, None, None)
+    assert dispatch.interpreters() == (dispatch.EAGER, second)
+    inner.__exit__(None, None, None)
+    assert dispatch.interpreters() is dispatch.ALONE
 
 
 def test_each_thread_has_its_own_interpreter_stack(cpu):

@@ -330,12 +330,11 @@ def test_a_plugin_that_segfaults_at_import_is_an_unavailable_row(tmp_path):
 
 @pytest.fixture
 def probe_runs(tmp_path, monkeypatch):
-    """Child probes counted: the list of plugin values probed, under a cache in tmp_path."""
-    from hal.runtime import plugin_probe
-
+    """Child probes counted: the list of plugin values probed, under a cache in tmp_path
+    (plugin_probe imports subprocess when it probes: its `run` is patched where it lives)."""
     runs, run = [], subprocess.run
     monkeypatch.setattr(hal.settings, "cache_dir", tmp_path / "cache")
-    monkeypatch.setattr(plugin_probe.subprocess, "run",
+    monkeypatch.setattr(subprocess, "run",
                         lambda command, **kw: runs.append(command[-1]) or run(command, **kw))
     monkeypatch.syspath_prepend(tmp_path)
     return runs

@@ -47,6 +47,29 @@ def test_import_and_a_first_op_load_only_the_cpu_backend():
     assert out["libraries"] == []
 
 
+def test_a_first_op_on_the_embedded_cpu_reads_no_installed_distribution():
+    """The cpu backend loads without importlib.metadata's scan; plugin probing's hashing
+    and the graph's keys wait until asked for (start-up memory)."""
+    out = _fresh("""
+        import sys
+        import hal
+        values = [(hal.asarray([1.0]) * 3).numpy().tolist(),
+                  [m for m in ("importlib.metadata", "hashlib") if m in sys.modules]]
+    """)
+    assert out["values"] == [[3.0], []]
+    assert out["loaded"] == ["cpu"]
+
+
+def test_the_embedded_cpu_entry_point_is_the_registered_one():
+    from importlib.metadata import entry_points
+
+    from hal.runtime.registry import GROUP, _Embedded
+
+    (point,) = [p for p in entry_points(group=GROUP) if p.name == _Embedded.name]
+    assert point.value == _Embedded.value
+    assert _Embedded().load() is point.load()
+
+
 def test_import_alone_loads_no_backend():
     out = _fresh("import hal\nvalues = None")
     assert out["loaded"] == [] and out["libraries"] == []
