@@ -244,6 +244,13 @@ class CpuBackend(hal.Backend):
         _limit_blas_threads(hal.settings.threads)
         return CpuDevice(self, index)
 
+    def compile(self, graph, device: hal.Device):
+        """A jitted convolution graph as one ONNX Runtime session (`backends.cpu_graph`), or
+        None for hal's own executable."""
+        from . import cpu_graph  # only graphs need it
+
+        return cpu_graph.compile(graph, device)
+
     def compile_fused(self, body, device: hal.Device):
         """One numba-compiled ufunc per fused group (`backends.cpu_fused`), or None."""
         from . import cpu_fused  # only graphs need it

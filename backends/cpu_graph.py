@@ -1,0 +1,63 @@
+"""The cpu backend's jitted convolution graphs as ONE ONNX Runtime session.
+
+A jitted float32 graph that has a convolution or a pool and whose every node is in
+`WHOLE` is exported with `hal.onnx.to_onnx` (weights as initializers) and run as one
+InferenceSession on the CPU execution provider, built once per graph and input shapes (per
+`hal.jit` cache entry), with HAL_THREADS intra-op threads that do not spin between runs
+(`session.intra_op.allow_spinning=0`: on shared cores a spinning pool takes the time of
+the numpy work around the call). ONNX Runtime then prepacks the weights, folds each batch
+norm into its convolution and fuses the activations, where the per-node path hands each
+convolution its weight as a fresh session input. The sessions are the onnxruntime
+backend's (`backends.onnxruntime.session`) run on the cpu device's numpy arrays.
+
+Any other graph, a graph whose session cannot be built, or a process without onnxruntime,
+keeps hal's own executable: the graph lowered (batch norms folded into their convolutions),
+fused and replayed node by node with the kernels of backends.cpu.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import hal
+from hal.compile.graph import Graph
+
+ANCHORS = frozenset({"conv", "conv_transpose", "max_pool", "avg_pool"})
+"""A graph runs whole only when it has one of these (where the session pays for itself)."""
+WHOLE = ANCHORS | {
+    "batch_norm", "matmul", "linear", "add", "subtract", "multiply", "divide", "maximum",
+    "minimum", "negative", "abs", "exp", "sqrt", "tanh", "sigmoid", "relu", "gelu", "clip",
+    "softmax", "log_softmax", "mean", "sum", "max", "reshape", "permute_dims", "concat",
+}
+"""The ops ONNX Runtime's CPU EP runs in float32 as the references do, exported one to one."""
+PROVIDERS = ["CPUExecutionProvider"]
+
+
+def runs_whole(graph: Graph) -> bool:
+    """Whether the graph is one for a session: float32 throughout, every node in WHOLE, at
+    least one in ANCHORS."""
+    metas = [*graph.inputs, *((tuple(c.shape), c.dtype) for c in graph.constants),
+             *((n.shape, n.dtype) for n in graph.nodes)]
+    return any(n.op in ANCHORS for n in graph.nodes) \
+        and all(n.op in WHOLE for n in graph.nodes) \
+        and all(dtype == np.float32 for _, dtype in metas)
+
+
+def has_onnxruntime() -> bool:
+    """Whether onnxruntime and onnx import."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def compile(graph: Graph, device: hal.Device):
+    """The graph's session executable on the cpu device, or None for hal's own."""
+    if not runs_whole(graph) or not has_onnxruntime():
+        return None
+    from .onnxruntime.session import session_executable
+
+    made = session_executable(graph, device, PROVIDERS, spinning=False)
+    return None if isinstance(made, str) else made
