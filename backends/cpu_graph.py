@@ -9,18 +9,29 @@ the numpy work around the call). ONNX Runtime then prepacks the weights, folds e
 norm into its convolution and fuses the activations, where the per-node path hands each
 convolution its weight as a fresh session input. The sessions are the onnxruntime
 backend's (`backends.onnxruntime.session`) run on the cpu device's numpy arrays.
+ResNet-50 at batch 1 (loaded 2-core Xeon, 1 thread): 5.2 -> 10.5 images/s (ONNX Runtime on
+the exported model: 10.7); the digits CNN 6.9k -> 590k images/s. Building the session makes
+the first call dearer: 1.7 s against 0.5 s.
 
 Any other graph, a graph whose session cannot be built, or a process without onnxruntime,
 keeps hal's own executable: the graph lowered (batch norms folded into their convolutions),
-fused and replayed node by node with the kernels of backends.cpu.
+fused and replayed node by node with the kernels of backends.cpu. There its constants are
+read-only views (`freeze`), so each convolution with a constant weight runs a session with
+the weight prepacked, cached by the array's identity (backends.cpu_conv).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 import hal
+from hal.compile import passes
+from hal.compile.executable import Executable
 from hal.compile.graph import Graph
+
+from . import cpu_conv
 
 ANCHORS = frozenset({"conv", "conv_transpose", "max_pool", "avg_pool"})
 """A graph runs whole only when it has one of these (where the session pays for itself)."""
@@ -54,10 +65,26 @@ def has_onnxruntime() -> bool:
 
 
 def compile(graph: Graph, device: hal.Device):
-    """The graph's session executable on the cpu device, or None for hal's own."""
-    if not runs_whole(graph) or not has_onnxruntime():
-        return None
-    from .onnxruntime.session import session_executable
+    """The graph's session executable on the cpu device; else, for a graph with a
+    convolution, hal's executable of it with frozen constants; else None (hal's own)."""
+    if runs_whole(graph) and has_onnxruntime():
+        from .onnxruntime.session import session_executable
 
-    made = session_executable(graph, device, PROVIDERS, spinning=False)
-    return None if isinstance(made, str) else made
+        made = session_executable(graph, device, PROVIDERS, spinning=False)
+        if not isinstance(made, str):
+            return made
+    if not any(n.op in cpu_conv.WEIGHTED for n in graph.nodes):
+        return None
+    return Executable(freeze(passes.optimize(graph, device)), device)
+
+
+def freeze(graph: Graph) -> Graph:
+    """The graph with its constants as read-only views of their arrays."""
+    return replace(graph, constants=[hal.Tensor.wrap(_read_only(c.native), c.device)
+                                     for c in graph.constants])
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view

@@ -4,13 +4,14 @@ numpy forward; batch norms folded into their convolutions on the per-node path."
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import numpy as np
 import pytest
 
 import hal
-from backends import cpu_graph
+from backends import cpu_conv, cpu_graph
 from hal.compile import passes
 
 pytest.importorskip("onnxruntime")
@@ -85,6 +86,35 @@ def test_a_node_outside_the_allowlist_keeps_the_per_node_path(cpu):
     assert isinstance(f.compiled(x), hal.compile.executable.Executable)
     assert set(f.compiled(x).counts()) <= {"kernel", "compiled"}
     assert "batch_norm" not in f.compiled(x).graph.op_counts()  # folded into the conv
+    assert not any(c.native.flags.writeable for c in f.compiled(x).graph.constants)
+    assert any(key[0] == "conv" and key[3] == X.shape for key in cpu_conv._packed)
+
+
+CONV_ARGS = dict(out_shape=(2, 6, 8, 8), out_dtype=np.dtype(np.float32), stride=1, padding=1,
+                 dilation=1, groups=1, layout="channels_first")
+
+
+def test_a_read_only_weight_is_prepacked_until_it_dies():
+    conv = cpu_conv.kernel("conv")
+    weight = W1.copy().view()
+    weight.flags.writeable = False
+    expected = hal.ops.spec("conv").evaluate(X, W1, padding=1)
+    np.testing.assert_allclose(conv(X, weight, None, **CONV_ARGS), expected, rtol=1e-4,
+                               atol=1e-4)
+    key = next(k for k in cpu_conv._packed if k[1] == id(weight))
+    del weight
+    gc.collect()
+    assert key not in cpu_conv._packed
+
+
+def test_a_writable_weight_is_read_each_call():
+    conv = cpu_conv.kernel("conv")
+    weight = W1.copy()
+    conv(X, weight, None, **CONV_ARGS)
+    weight *= 2
+    np.testing.assert_allclose(conv(X, weight, None, **CONV_ARGS),
+                               hal.ops.spec("conv").evaluate(X, 2 * W1, padding=1),
+                               rtol=1e-4, atol=1e-4)
 
 
 def test_without_onnxruntime_the_graph_runs_node_by_node(cpu, monkeypatch):
