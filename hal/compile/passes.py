@@ -3,12 +3,11 @@
 `optimize(graph, device)` runs them in order: `fold_batch_norm` (an inference batch norm
 of a convolution's result becomes the convolution's weight and bias), `lower` (composites
 the device has no kernel for become their traced decomposition, so their parts can fuse),
-`fold_constants`
-(nodes of constants only are computed once, at compile time), `eliminate_common`
-(common subexpressions: the same op of the same operands and parameters), `eliminate_dead`
-(nodes no output needs) and `fuse` (groups of elementwise nodes, optionally feeding one
-reduction, become one `FUSED` node whose body a backend compiles as one kernel). Buffer
-reuse by liveness is the executable's (executable.py).
+`fold_constants` (nodes of constants only are computed once, at compile time),
+`eliminate_common` (common subexpressions: the same op of the same operands and
+parameters), `eliminate_dead` (nodes no output needs) and `fuse` (groups of elementwise
+nodes, optionally feeding one reduction, become one `FUSED` node whose body a backend
+compiles as one kernel). Buffer reuse by liveness is the executable's (executable.py).
 """
 
 from __future__ import annotations
