@@ -4,7 +4,9 @@ Every op has a kernel: the op's numpy reference by default, and faster library c
 where they exist (numpy ufuncs directly, FFTW plans (`cpu_fft`), a vectorised float32 erf
 and GELU (`cpu_erf`; scipy.special.erf in float64), ONNX Runtime's convolutions and pools
 (`cpu_conv`), composites written as one numpy expression instead of a chain of dispatched ops).
-Tensors are numpy arrays, so host transfers are free and DLPack is numpy's.
+A jitted float32 graph of convolutions, pools and the ops around them runs as one ONNX
+Runtime session (`cpu_graph`). Tensors are numpy arrays, so host transfers are free and
+DLPack is numpy's.
 """
 
 from __future__ import annotations
@@ -270,6 +272,13 @@ class CpuBackend(hal.Backend):
     def _open_device(self, index: int) -> CpuDevice:
         _limit_blas_threads(hal.settings.threads)
         return CpuDevice(self, index)
+
+    def compile(self, graph, device: hal.Device):
+        """A jitted convolution graph as one ONNX Runtime session (`backends.cpu_graph`), or
+        None for hal's own executable."""
+        from . import cpu_graph  # only graphs need it
+
+        return cpu_graph.compile(graph, device)
 
     def compile_fused(self, body, device: hal.Device):
         """One numba-compiled ufunc per fused group (`backends.cpu_fused`), or None."""

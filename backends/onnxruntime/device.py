@@ -26,6 +26,7 @@ from .session import (
     LRU,
     OP_SESSIONS,
     PARALLEL_ELEMENTS,
+    run_on_host,
     run_op,
     session_options,
 )
@@ -73,7 +74,7 @@ class OnnxRuntimeDevice(hal.Device):
         """The program's outputs for its inputs' native arrays: `InferenceSession.run` on
         them, or IO binding where bfloat16 (which numpy lacks) passes in or out."""
         if not program.bfloat16:
-            return program.session.run(program.outputs, dict(zip(program.inputs, natives)))
+            return run_on_host(program, natives)
         outputs = [np.empty(shape, dtype) for shape, dtype in program.out_meta]
         program.run_bound([_host_value(a) for a in natives], [_host_value(o) for o in outputs])
         return outputs

@@ -63,11 +63,14 @@ class LRU:
         return len(self._entries)
 
 
-def session_options(threads: int) -> ort.SessionOptions:
-    """Options of a session: `threads` intra-op threads (1: no pool), all graph
-    optimisations, only fatal errors logged (the others are raised)."""
+def session_options(threads: int, *, spinning: bool = True) -> ort.SessionOptions:
+    """Options of a session: `threads` intra-op threads (1: no pool) that spin between
+    runs unless `spinning` is False, all graph optimisations, only fatal errors logged
+    (the others are raised)."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
+    if not spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 4
     options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
@@ -83,19 +86,21 @@ def threads_for(graph: Graph) -> int:
 
 
 class Program:
-    """One InferenceSession of an exported hal graph, run on device-native arrays."""
+    """One InferenceSession of an exported hal graph, run on device-native arrays: `run`
+    is `run_session(program, natives)` (a device's), else a plain run on host arrays."""
 
-    def __init__(self, device, graph: Graph):
+    def __init__(self, graph: Graph, providers: list[str], run_session=None, *,
+                 spinning: bool = True):
         self.model = rounding.export(graph)  # UnsupportedOp for what ONNX lacks
         self.threads = threads_for(graph)
         self.session = ort.InferenceSession(self.model.SerializeToString(),
-                                            session_options(self.threads),
-                                            providers=device.session_providers)
+                                            session_options(self.threads, spinning=spinning),
+                                            providers=providers)
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.outputs = [o.name for o in self.session.get_outputs()]
         self.out_meta = [graph.meta(r) for r in graph.outputs]
         self.bfloat16 = any(d == dt.bfloat16 for _, d in [*graph.inputs, *self.out_meta])
-        self.run = functools.partial(device.run_session, self)
+        self.run = functools.partial(run_session or run_on_host, self)
 
     def run_bound(self, inputs: list[ort.OrtValue], outputs: list[ort.OrtValue]) -> None:
         """Run with IO binding: inputs read from, outputs written into the OrtValues."""
@@ -113,6 +118,11 @@ class Program:
                        for node in sub.get_nodes())
 
 
+def run_on_host(program: Program, natives: list) -> list:
+    """The program's outputs (numpy arrays) for host numpy arrays, by `InferenceSession.run`."""
+    return program.session.run(program.outputs, dict(zip(program.inputs, natives)))
+
+
 # -- single ops ----------------------------------------------------------------------------------
 def run_op(device, op: str, operands: tuple, params: dict, out_shape: tuple, out_dtype):
     """op on native operands (None for an absent option) through its one-node session."""
@@ -124,7 +134,8 @@ def run_op(device, op: str, operands: tuple, params: dict, out_shape: tuple, out
     except TypeError:  # a list among the params (pad_width, say)
         key = (op, repr(params), metas)
     program = device.op_sessions.get(
-        key, lambda: Program(device, _one_node(op, metas, params, out_shape, out_dtype)))
+        key, lambda: Program(_one_node(op, metas, params, out_shape, out_dtype),
+                             device.session_providers, device.run_session))
     return program.run(present)[0]
 
 
@@ -152,16 +163,22 @@ def compile_graph(graph: Graph, device):
     PluginWarning naming the error.
     """
     graph = passes.optimize(graph)
-    session = device.graph_sessions.get(graph.key(), lambda: _session(graph, device))
+    session = device.graph_sessions.get(
+        graph.key(), lambda: session_executable(graph, device, device.session_providers,
+                                                device.run_session))
     if isinstance(session, str):  # replays bind anew, under the fallback policy of the day
         return Replayed(graph, device, session)
     return session
 
 
-def _session(graph: Graph, device) -> SessionExecutable | str:
-    """The graph's session executable, or why it has none."""
+def session_executable(graph: Graph, device, providers: list[str], run_session=None, *,
+                       spinning: bool = True) -> SessionExecutable | str:
+    """The graph's session executable on device (a `Program` of these arguments), or why it
+    has none: a string when ONNX cannot express a node or ONNX Runtime lacks a kernel, a
+    PluginWarning beside it for any other failure to build the session."""
     try:
-        return SessionExecutable(graph, device, Program(device, graph))
+        program = Program(graph, providers, run_session, spinning=spinning)
+        return SessionExecutable(graph, device, program)
     except hal.UnsupportedOp as e:
         return str(e)
     except ort_errors.NotImplemented as e:

@@ -1,12 +1,13 @@
 """Graph passes: each takes a Graph and returns a new one that computes the same outputs.
 
-`optimize(graph, device)` runs them in order: `lower` (composites the device has no
-kernel for become their traced decomposition, so their parts can fuse), `fold_constants`
-(nodes of constants only are computed once, at compile time), `eliminate_common`
-(common subexpressions: the same op of the same operands and parameters), `eliminate_dead`
-(nodes no output needs) and `fuse` (groups of elementwise nodes, optionally feeding one
-reduction, become one `FUSED` node whose body a backend compiles as one kernel). Buffer
-reuse by liveness is the executable's (executable.py).
+`optimize(graph, device)` runs them in order: `fold_batch_norm` (an inference batch norm
+of a convolution's result becomes the convolution's weight and bias), `lower` (composites
+the device has no kernel for become their traced decomposition, so their parts can fuse),
+`fold_constants` (nodes of constants only are computed once, at compile time),
+`eliminate_common` (common subexpressions: the same op of the same operands and
+parameters), `eliminate_dead` (nodes no output needs) and `fuse` (groups of elementwise
+nodes, optionally feeding one reduction, become one `FUSED` node whose body a backend
+compiles as one kernel). Buffer reuse by liveness is the executable's (executable.py).
 """
 
 from __future__ import annotations
@@ -15,9 +16,13 @@ import math
 import warnings
 from dataclasses import replace
 
+import numpy as np
+
 from .. import ops
+from ..creation import asarray
 from ..dispatch import EAGER, decomposition_of, interpret
 from ..ops.collectives import P2P
+from ..runtime import dtypes as dt
 from ..runtime.errors import PluginWarning
 from .graph import ELEMENTWISE, FUSED, REDUCTIONS, Graph, Node
 from .trace import Trace
@@ -31,7 +36,7 @@ def optimize(graph: Graph, device=None, fuse_groups: bool = True) -> Graph:
     """The passes in order; `lower` and `fuse` need the device the graph will run on."""
     g = graph
     if device is not None:
-        g = lower(g, device)
+        g = lower(fold_batch_norm(g), device)
     g = eliminate_dead(eliminate_common(fold_constants(g)))
     if device is not None and fuse_groups:
         g = eliminate_dead(fuse(g, device))
@@ -107,6 +112,53 @@ def _trace_decomposition(graph: Graph, node: Node, device) -> Graph:
     with interpret(recorder):
         result = decomposition_of(node.op)(*operands, **node.params)
     return recorder.graph([result])
+
+
+# -- batch norm into convolution -----------------------------------------------------------------
+def fold_batch_norm(graph: Graph) -> Graph:
+    """Each batch_norm whose input is a conv read by nothing else, with the conv's weight and
+    bias and the norm's statistics, weight and bias all constants (inference mode), folded
+    into the conv: weight * s and (bias - mean) * s + beta per channel, s = gamma /
+    sqrt(var + eps), computed in float64 and rounded once to the weight's dtype."""
+    users, returned = graph.users(), {r[1] for r in graph.outputs if r[0] == "node"}
+    folds = {}  # batch_norm index -> conv index
+    for j, node in enumerate(graph.nodes):
+        source = node.inputs[0] if node.op == "batch_norm" else None
+        if source is None or source[0] != "node":
+            continue
+        i = source[1]
+        conv = graph.nodes[i]
+        if conv.op == "conv" and users[i] == [j] and i not in returned \
+                and dt.is_floating(conv.dtype) and len(conv.inputs) == 3 \
+                and conv.params.get("layout") == node.params.get("layout") \
+                and all(r is None or r[0] == "const" for r in (*conv.inputs[1:], *node.inputs[1:])):
+            folds[j] = i
+    if not folds:
+        return graph
+    out, convs = _Rebuild(graph), set(folds.values())
+    for k, node in enumerate(graph.nodes):
+        if k in folds:
+            conv = graph.nodes[folds[k]]
+            weight, bias = _folded(graph, conv, node)
+            out.add(k, replace(conv, inputs=(conv.inputs[0], out.constant(weight),
+                                              out.constant(bias))))
+        elif k not in convs:
+            out.add(k, node)
+    return eliminate_dead(out.graph())
+
+
+def _folded(graph: Graph, conv: Node, norm: Node) -> tuple:
+    """The (weight, bias) Tensors of conv with norm folded in."""
+    w = graph.constants[conv.inputs[1][1]]
+    value = [None if r is None else graph.constant_value(r[1]).astype(np.float64)
+             for r in (conv.inputs[2], *norm.inputs[1:])]
+    bias, mean, var, gamma, beta = value + [None] * (5 - len(value))
+    channels = w.shape[0]
+    scale = (1.0 if gamma is None else gamma) / np.sqrt(var + norm.params.get("eps", 1e-5))
+    shift = ((0.0 if bias is None else bias) - mean) * scale + (0.0 if beta is None else beta)
+    weight = w.numpy().astype(np.float64) * scale.reshape(channels, *[1] * (w.ndim - 1))
+    return (asarray(weight.astype(w.dtype), device=w.device),
+            asarray(np.broadcast_to(shift, (channels,)).astype(w.dtype), device=w.device))
 
 
 # -- constant folding, CSE, DCE ------------------------------------------------------------------

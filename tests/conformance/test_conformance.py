@@ -82,7 +82,9 @@ def test_graph_cell(backend, graph):
     _skip_unavailable(backend)
     cell = kit.check_graph(hal.device(backend), graph)
     assert cell.status != kit.FAIL, f"{cell.error}\n{cell.repro}"
-    if backend == "cpu":  # every group of these graphs compiles
+    if backend == "cpu" and graph.name == "resnet_block":  # one ONNX Runtime session
+        assert (cell.status, cell.path) == (kit.PASS, "graph")
+    elif backend == "cpu":  # every group of these graphs compiles
         assert (cell.status, cell.path) == (kit.PASS, "fused") and cell.counts["compiled"]
     if backend == "null":  # no kernels, no graph hooks
         assert (cell.status, cell.path) == (kit.FALLBACK, "replay")
