@@ -1,14 +1,16 @@
 """Collective ops: communication between the ranks of a process group, as ops of the op set.
 
-Six ops, declared in `hal/ops/collectives.py` (family "collective"), each with a `group`
+Seven ops, declared in `hal/ops/collectives.py` (family "collective"), each with a `group`
 parameter naming a registered `Group`: `all_reduce` (sum), `all_gather(axis)`,
-`reduce_scatter(axis)`, `all_to_all(split_axis, concat_axis)`, and two that move nothing
+`reduce_scatter(axis)`, `all_to_all(split_axis, concat_axis)`, two that move nothing
 forward but whose adjoints do: `copy_to_group` (identity; its VJP is all_reduce) and
-`split_to_group(axis)` (this rank's chunk; its VJP is all_gather). They come in conjugate
-pairs, Megatron's f and g: the VJP of all_reduce is copy_to_group and of copy_to_group
+`split_to_group(axis)` (this rank's chunk; its VJP is all_gather), and `gather_to_group
+(axis)`, an all_gather whose VJP reduce-scatters (sequence parallelism's gather before a
+split computation, whose cotangent is each rank's part). They come in conjugate pairs,
+Megatron's f and g: the VJP of all_reduce is copy_to_group and of copy_to_group
 all_reduce; of all_gather split_to_group and back; of reduce_scatter all_gather; of
-all_to_all the reverse all_to_all. Because they are ops, a traced graph carries them and
-autodiff differentiates through them to any order.
+gather_to_group reduce_scatter; of all_to_all the reverse all_to_all. Because they are
+ops, a traced graph carries them and autodiff differentiates through them to any order.
 
 Two point-to-point ops move data between two ranks of a group: `send(x, peer=)` sends x
 and returns it, `recv(like, peer=)` returns what the peer sent, shaped like `like`; a
@@ -34,8 +36,8 @@ from .ops.collectives import OPS, P2P
 from .runtime.groups import Group, SelfGroup, group, register_group, unregister_group
 
 __all__ = ["OPS", "P2P", "Group", "SelfGroup", "all_gather", "all_reduce", "all_to_all",
-           "copy_to_group", "group", "recv", "reduce_scatter", "register_group", "send",
-           "split_to_group", "unregister_group"]
+           "copy_to_group", "gather_to_group", "group", "recv", "reduce_scatter",
+           "register_group", "send", "split_to_group", "unregister_group"]
 
 
 def _call(op: str, x, **params):
@@ -71,6 +73,13 @@ def copy_to_group(x, /, *, group: str):
 def split_to_group(x, /, *, group: str, axis: int = 0):
     """This rank's chunk of x along axis (no communication); its VJP all-gathers."""
     return _call("split_to_group", x, group=group, axis=axis)
+
+
+def gather_to_group(x, /, *, group: str, axis: int = 0):
+    """Every rank's x concatenated along axis, as all_gather; its VJP reduce-scatters the
+    cotangent (Megatron's sequence-parallel gather: the gathered value feeds a computation
+    split over the group, so each rank's cotangent is only its part of the sum)."""
+    return _call("gather_to_group", x, group=group, axis=axis)
 
 
 def send(x, /, *, group: str, peer: int, tag: int = 0):

@@ -12,7 +12,9 @@ reason on the others.
   parameters stay as they are) of `frontends.parallel.LanguageModel` (dim 128, 2 layers, 4 heads,
   seq 64, batch 8, float32) under `hal.jit`; items are tokens, so items_per_s is tokens/s.
   Layouts: 1 rank; dp=2 (25 MiB buckets); dp=2 with bucketing off (one all_reduce per
-  gradient); dp=2 with ZeRO-2; tp=2 (Megatron's split written as annotations); pp=2 (two
+  gradient); dp=2 with ZeRO-2; tp=2 (Megatron's split written as annotations), and with
+  sequence parallelism (sp: reduce_scatter/all_gather in place of all_reduce, the partial
+  gradients summed in one fused all_reduce); pp=2 (two
   pipeline stages, 4 microbatches, 1F1B and GPipe; a stage runs its microbatches op by op,
   not as one hal.jit graph); dp=2 op by op with the gradient buckets issued after the
   backward pass ("dp=2 eager") and during it, each piece's as soon as its backward has
@@ -35,7 +37,9 @@ reason on the others.
   neighbour; 2m(p-1) of each over p stages). The formula assumes equal stages and free
   messages, but the last stage also holds the head and the loss: `uneven_formula` is the
   bubble the stages' measured work predicts (the slowest sets the pace:
-  `pipeline.uneven_bubbles`). On 2 cores each stage competes with the driver.
+  `pipeline.uneven_bubbles`); `handoff_wait` is the share of the step each stage spent
+  waiting in its recvs (for the activations and gradients handed over). On 2 cores each
+  stage competes with the driver.
 - `command_floor`: a 4-byte all_reduce per command on the 2-rank job: what a command
   costs besides its work (0.5-0.6 ms here, 1% of a step).
 - `gpt3_175b_plan[gpus]`: the planner (`frontends.parallel.planner`) searching the plans
@@ -70,6 +74,7 @@ LAYOUTS = {
     "dp=2 buckets off": {"dp": 2, "bucket_mb": 0},
     "dp=2 zero=2": {"dp": 2, "zero": 2},
     "tp=2": {"dp": 1, "tp": 2},
+    "tp=2 sp": {"dp": 1, "tp": 2, "sp": True},
     "dp=2 eager": {"dp": 2, "eager": True},
     "dp=2 overlap": {"dp": 2, "overlap": True},
     "pp=2": {"dp": 1, "pp": 2, "microbatches": 4},
@@ -119,10 +124,13 @@ def _bubble_facts(microbatches: int):
     def facts(x: hal.Tensor) -> dict[str, float | str]:
         job = bubble_job(microbatches)
         before = job.request("pipeline")
-        rows = []
+        rows, waited = [], before["recv_s"]
         for _ in range(FACT_STEPS):
             job.request("step")
             rows.append(job.request("pipeline"))
+            rows[-1]["handoff"] = [(now - then) / rows[-1]["step_s"]
+                                   for now, then in zip(rows[-1]["recv_s"], waited)]
+            waited = rows[-1]["recv_s"]
         found: dict[str, float | str] = {"formula": rows[-1]["formula"],
                                          "reference_loss": single_loss()}
         for stage in range(len(rows[-1]["bubble"])):
@@ -130,6 +138,8 @@ def _bubble_facts(microbatches: int):
                                                                for r in rows]))
             found[f"uneven_formula/stage{stage}"] = float(np.median([r["uneven"][stage]
                                                                      for r in rows]))
+            found[f"handoff_wait/stage{stage}"] = float(np.median([r["handoff"][stage]
+                                                                   for r in rows]))
             for kind in ("sends", "recvs"):
                 found[f"{kind}_per_step/stage{stage}"] = \
                     (rows[-1][kind][stage] - before[kind][stage]) / FACT_STEPS

@@ -508,6 +508,11 @@ def _all_gather(ct, args, params, out, needs):
     return (hal.collectives.split_to_group(ct, group=params["group"], axis=params["axis"]),)
 
 
+@vjp_rule("gather_to_group", args=False, out=False)
+def _gather_to_group(ct, args, params, out, needs):
+    return (hal.collectives.reduce_scatter(ct, group=params["group"], axis=params["axis"]),)
+
+
 @vjp_rule("split_to_group", "reduce_scatter", args=False, out=False)
 def _split_to_group(ct, args, params, out, needs):
     return (hal.collectives.all_gather(ct, group=params["group"], axis=params["axis"]),)

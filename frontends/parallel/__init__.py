@@ -18,7 +18,9 @@ parallelism.
 - `placement`, `dtensor`, `rules`: Replicate / Shard / Partial, DTensor and the
   propagation rules that turn ops on global tensors into local ops and collectives.
 - `annotate`: `parallel(split_dim=...)`, `parallelize` (`sequence_parallel=True`: the
-  activations between split layers sharded along the sequence), `forward`, `placements`.
+  activations between split layers sharded along the sequence; `partial_grads=True`: the
+  replicated parameters' gradients left partial, then `sum_partial_grads` sums them in one
+  fused all_reduce), `forward`, `placements`.
 - `pipeline`: `pipeline(model, mesh)` cuts a chain of pieces into pp stages; 1F1B and
   GPipe over microbatches, activations and gradients exchanged with hal's send/recv ops.
 - `overlap`: `OverlappedStep`, the dp gradient buckets issued during the backward pass.
@@ -34,7 +36,7 @@ parallelism.
   command, for the `parallel` benchmark suite.
 """
 
-from .annotate import forward, parallel, parallelize, placements
+from .annotate import forward, parallel, parallelize, placements, sum_partial_grads
 from .corpus import batches
 from .data_parallel import DataParallel
 from .distribute import distribute
@@ -46,4 +48,5 @@ from .placement import Partial, Replicate, Shard
 
 __all__ = ["DTensor", "DataParallel", "LanguageModel", "MPIGroup", "Mesh", "Partial",
            "Replicate", "Shard", "batches", "cross_entropy", "distribute", "forward",
-           "parallel", "parallelize", "pipeline", "placements", "redistribute"]
+           "parallel", "parallelize", "pipeline", "placements", "redistribute",
+           "sum_partial_grads"]

@@ -15,7 +15,9 @@ collectives (an MLP: one all_reduce forward, one backward), and the results come
 replicated local tensors, as the single-device model returns them. So a training script
 differentiates `model.call_with` with respect to the local parameter tensors
 (frontends.autograd) exactly as on one device: a shard's gradient is the shard of the
-full gradient, a replicated parameter's the full gradient on every rank.
+full gradient, a replicated parameter's the full gradient on every rank (or, with
+`parallelize(..., partial_grads=True)`, this rank's part of it where it fed a split
+computation, all summed at once by `sum_partial_grads`).
 """
 
 from __future__ import annotations
@@ -51,13 +53,15 @@ def parallel(layer=None, *, split_dim: int):
 
 class Plan:
     """Where a parallelized model's parameters lie: the group and a placement per name, the
-    model's own class (whose forward runs on the DTensors), and whether it runs sequence
-    parallel."""
+    model's own class (whose forward runs on the DTensors), whether it runs sequence
+    parallel, and whether its replicated parameters' gradients come back partial
+    (`partial_grads`; `partial`: the names found so, from the forwards run so far)."""
 
     def __init__(self, group: str, placements: dict[str, Placement], base: type,
-                 sequence_parallel: bool = False):
+                 sequence_parallel: bool = False, partial_grads: bool = False):
         self.group, self.placements, self.base = group, placements, base
-        self.sequence_parallel = sequence_parallel
+        self.sequence_parallel, self.partial_grads = sequence_parallel, partial_grads
+        self.partial: set[str] = set()
 
 
 _PARALLEL_CLASSES: dict[type, type] = {}
@@ -78,11 +82,17 @@ def _parallel_class(base: type) -> type:
     return cls
 
 
-def parallelize(model, mesh, axis: str = "tp", *, sequence_parallel: bool = False):
+def parallelize(model, mesh, axis: str = "tp", *, sequence_parallel: bool = False,
+                partial_grads: bool = False):
     """A copy of `model` whose annotated parameters are this rank's shards over mesh's axis,
     and which runs distributed when called (`forward`); with `sequence_parallel` the
     activations between its split layers lie sharded along the sequence (Megatron's
     sequence parallelism, rules.py: the sequence length must divide over the ranks).
+
+    With `partial_grads`, a replicated parameter that feeds a split computation (a
+    layer_norm or a bias on a sequence shard) enters it without its all_reduce in the
+    backward pass: its gradient comes back as this rank's part of the sum, and
+    `sum_partial_grads` sums all of them in one fused all_reduce.
 
     Uneven splits are refused (ShapeError naming the parameter, its size and the ranks).
     """
@@ -105,7 +115,8 @@ def parallelize(model, mesh, axis: str = "tp", *, sequence_parallel: bool = Fals
     for name, shard in shards.items():
         owner, leaf = copy._owner(name)
         owner._params[leaf] = shard
-    object.__setattr__(copy, "_plan", Plan(group, placements, type(model), sequence_parallel))
+    object.__setattr__(copy, "_plan", Plan(group, placements, type(model), sequence_parallel,
+                                           partial_grads))
     copy.__class__ = _parallel_class(type(model))
     return copy
 
@@ -125,11 +136,46 @@ def forward(model, params: Mapping[str, Tensor] | None, *args, **kwargs):
         raise HalError(f"forward: {type(model).__name__} is not parallelized; call "
                        "frontends.parallel.parallelize(model, mesh) first")
     local = {**model.parameters(), **(params or {})}
-    wrapped = {n: DTensor.make(t, plan.placements.get(n, Replicate()), plan.group)
-               for n, t in local.items()}
-    with distribute(plan.sequence_parallel):
-        result = plan.base.call_with(model, wrapped, *args, **kwargs)
-        return _replicated(result)
+    where = {n: plan.placements.get(n, Replicate()) for n in local}
+    wrapped = {n: DTensor.make(t, where[n], plan.group) for n, t in local.items()}
+    replicated = {n: t for n, t in local.items() if isinstance(where[n], Replicate)} \
+        if plan.partial_grads else None
+    with distribute(plan.sequence_parallel, replicated) as scope:
+        result = _replicated(plan.base.call_with(model, wrapped, *args, **kwargs))
+    mixed = scope.partial & scope.whole
+    if mixed:
+        raise HalError(
+            f"forward: {type(model).__name__} was parallelized with partial_grads, but "
+            f"{', '.join(sorted(mixed))} feed both computations split over the group (a "
+            "partial gradient) and whole ones (the full gradient), which cannot be summed "
+            "apart; parallelize it without partial_grads")
+    plan.partial |= scope.partial
+    return result
+
+
+def sum_partial_grads(model, grads: Mapping[str, Tensor | None]) -> dict[str, Tensor | None]:
+    """grads with the partial gradients of a model parallelized with `partial_grads` (those
+    of `Plan.partial`) summed over its group: one fused all_reduce per dtype (the gradients
+    raveled into one buffer) in place of one per parameter; the others as they are.
+    Collective over the model's group: call it after the backward of its forwards."""
+    plan = getattr(model, "_plan", None)
+    if plan is None or not plan.partial_grads:
+        raise HalError(f"sum_partial_grads: {type(model).__name__} was not parallelized with "
+                       "partial_grads=True, so its gradients are whole already")
+    out = dict(grads)
+    buckets: dict[tuple, list[str]] = {}
+    for name, g in grads.items():
+        if name in plan.partial and g is not None:
+            buckets.setdefault((g.dtype, g.device), []).append(name)
+    for names in buckets.values():
+        flat = hal.concat([hal.reshape(grads[n], (-1,)) for n in names])
+        total = hal.collectives.all_reduce(flat, group=plan.group)
+        start = 0
+        for n in names:
+            size = grads[n].size
+            out[n] = hal.reshape(total[start:start + size], grads[n].shape)
+            start += size
+    return out
 
 
 def _replicated(tree):

@@ -121,9 +121,12 @@ class DataParallel:
     # -- ZeRO -----------------------------------------------------------------------------
     def zero_step(self, optimizer: SGD | AdamW, params: Mapping[str, Tensor],
                   grads: Mapping[str, Tensor | None], *, max_norm: float | None = None,
-                  ) -> dict[str, Tensor]:
+                  averaged: bool = False) -> dict[str, Tensor]:
         """New parameters after one ZeRO step of `optimizer` (SGD or AdamW, used for this
-        DataParallel only); parameters whose gradient is None stay as they are.
+        DataParallel only); parameters whose gradient is None stay as they are. With
+        `averaged` the gradients are the mean over the ranks already (an `OverlappedStep`'s,
+        whose buckets went during the backward pass): ZeRO-1 takes its shard of them
+        without its all-reduce (ZeRO-2, which reduce-scatters instead, refuses them).
 
         The optimizer runs on this rank's shard as one parameter tensor named "zero.<dtype>":
         its updates are elementwise with one set of options for all parameters, so this
@@ -143,10 +146,14 @@ class DataParallel:
                            "pass max_norm to zero_step")
         if max_norm is not None and not max_norm > 0:
             raise HalError(f"DataParallel.zero_step: max_norm {max_norm} must be positive")
+        if averaged and self.zero == 2:
+            raise HalError("DataParallel.zero_step: ZeRO-2 reduce-scatters the gradients "
+                           "itself, so it takes them unaveraged; pass averaged=False, or use "
+                           "zero=1 with averaged gradients")
         self._agree("zero_step", grads)
         groups = self._check_layout(params, grads)
         if self.zero == 1:
-            mean = self.sync(grads)
+            mean = dict(grads) if averaged else self.sync(grads)
             shards = [self._shard(_fuse(mean, names)) for names in groups]
         else:
             sends = [self._pad(_fuse(grads, names)) for names in groups]

@@ -7,11 +7,12 @@ with a DTensor operand to the propagation rules (rules.py); other ops pass below
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
+from hal import Tensor
 from hal.dispatch import Interpreter, interpret
 
-from .dtensor import ENTERED, DTensor
+from .dtensor import SCOPES, DTensor, Scope
 from .rules import propagate
 
 
@@ -34,13 +35,16 @@ class Distribute(Interpreter):
 
 
 @contextlib.contextmanager
-def distribute(sequence_parallel: bool = False) -> Iterator[None]:
+def distribute(sequence_parallel: bool = False,
+               parameters: Mapping[str, Tensor] | None = None) -> Iterator[Scope]:
     """Inside the block, ops on DTensors run as their distributed programs (Megatron's
-    sequence parallelism with `sequence_parallel`)."""
-    entered: dict = {}
-    ENTERED.append(entered)
+    sequence parallelism with `sequence_parallel`); it yields the block's `Scope`, where the
+    replicated `parameters` (local tensors by name) given for partial gradients are noted as
+    they are used."""
+    scope = Scope(parameters)
+    SCOPES.append(scope)
     try:
         with interpret(Distribute(sequence_parallel)):
-            yield
+            yield scope
     finally:
-        ENTERED[:] = [e for e in ENTERED if e is not entered]  # by identity: dicts compare equal
+        SCOPES[:] = [s for s in SCOPES if s is not scope]

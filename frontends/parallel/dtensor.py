@@ -12,10 +12,13 @@ and g, hal/collectives.py) make its backward pass the distributed backward pass.
 Redistribution, one collective each (the group's ranks all call it):
 P->R all_reduce, P->S reduce_scatter, S->R all_gather (once per shard in a
 `distribute()` block), S(d)->S(e) all_to_all, R->S split_to_group (a local slice whose VJP
-all-gathers).
+all-gathers). A shard made whole to feed a split computation is gathered by
+`gathered_for_split` (gather_to_group: its VJP reduce-scatters).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
 
 import hal
 from hal import HalError, Tensor
@@ -75,7 +78,7 @@ def redistribute(x: DTensor, target: Placement) -> DTensor:
         local = C.all_reduce(local, group=group) if isinstance(target, Replicate) else \
             C.reduce_scatter(local, group=group, axis=target.dim)
     elif isinstance(source, Replicate):
-        local = C.split_to_group(local, group=group, axis=target.dim)
+        local = C.split_to_group(used_whole(local), group=group, axis=target.dim)
     elif isinstance(target, Replicate):
         local = _gathered(local, group, source.dim)
     else:
@@ -86,26 +89,78 @@ def redistribute(x: DTensor, target: Placement) -> DTensor:
 def enter(local: Tensor, group: str) -> Tensor:
     """`copy_to_group(local)` (Megatron's f), once per replicated tensor in a `distribute()`
     block, so that all its split uses share one all_reduce of their cotangents (one for the
-    query, key and value projections of one input, not three)."""
-    entered = ENTERED[-1] if ENTERED else {}
-    found = entered.get((id(local), group))
-    if found is None or found[0] is not local:
-        found = entered[(id(local), group)] = (
-            local, hal.collectives.copy_to_group(local, group=group))
-    return found[1]
+    query, key and value projections of one input, not three). A parameter of the scope's
+    (partial gradients) enters as it is, its name noted in `partial`."""
+    scope = current()
+    name = scope.parameter(local)
+    if name is not None:
+        scope.partial.add(name)
+        return local
+    return scope.once(("copy_to_group", id(local), group), local,
+                      lambda: hal.collectives.copy_to_group(local, group=group))
+
+
+def used_whole(local: Tensor) -> Tensor:
+    """local, used by a computation that is not split (a parameter of the scope's is noted in
+    `whole`: its gradient is whole on every rank)."""
+    scope = current()
+    name = scope.parameter(local)
+    if name is not None:
+        scope.whole.add(name)
+    return local
+
+
+def gathered_for_split(x: DTensor) -> DTensor:
+    """The shard x whole on every rank, to feed a computation split over its group:
+    `gather_to_group`, whose VJP reduce-scatters the ranks' parts of the cotangent (Megatron's
+    sequence-parallel conjugate), once per shard in a `distribute()` block; the result counts
+    as entered (`enter` returns it as it is: its VJP already sums the parts)."""
+    if not isinstance(x.placement, Shard):
+        raise HalError(f"gathered_for_split: {x!r} is not a shard")
+    local, group, axis = x.local, x.group, x.placement.dim
+    scope = current()
+    whole = scope.once(("gather_to_group", id(local), group, axis), local,
+                       lambda: hal.collectives.gather_to_group(local, group=group, axis=axis))
+    scope.once(("copy_to_group", id(whole), group), whole, lambda: whole)
+    return DTensor.make(whole, Replicate(), group)
 
 
 def _gathered(local: Tensor, group: str, axis: int) -> Tensor:
     """`all_gather(local)`, once per shard in a `distribute()` block (the query, key and
     value projections of a sequence-sharded input share one)."""
-    entered = ENTERED[-1] if ENTERED else {}
-    key = (id(local), group, "all_gather", axis)
-    found = entered.get(key)
-    if found is None or found[0] is not local:
-        found = entered[key] = (local, hal.collectives.all_gather(local, group=group, axis=axis))
-    return found[1]
+    return current().once(("all_gather", id(local), group, axis), local,
+                          lambda: hal.collectives.all_gather(local, group=group, axis=axis))
 
 
-ENTERED: list[dict[tuple, tuple[Tensor, Tensor]]] = []
-"""Per open `distribute()` block: (id of a local tensor, group) -> (it, its copy_to_group),
-and (id, group, "all_gather", axis) -> (it, its all_gather)."""
+class Scope:
+    """What one `distribute()` block remembers: each collective made once per local tensor
+    (`once`) and, for partial gradients, the replicated `parameters` it was given: the names
+    of those that entered a split computation as they are (`partial`: their gradients come
+    back as this rank's part of the sum) and of those used whole (`whole`)."""
+
+    def __init__(self, parameters: Mapping[str, Tensor] | None = None) -> None:
+        self.made: dict[tuple, tuple[Tensor, Tensor]] = {}
+        self.parameters = {id(t): (t, n) for n, t in (parameters or {}).items()}
+        self.partial: set[str] = set()
+        self.whole: set[str] = set()
+
+    def once(self, key: tuple, local: Tensor, make: Callable[[], Tensor]) -> Tensor:
+        """make()'s result, made once per key (whose id is local's) in this block."""
+        found = self.made.get(key)
+        if found is None or found[0] is not local:
+            found = self.made[key] = (local, make())
+        return found[1]
+
+    def parameter(self, local: Tensor) -> str | None:
+        """The name of local if it is one of the scope's parameters."""
+        found = self.parameters.get(id(local))
+        return found[1] if found is not None and found[0] is local else None
+
+
+SCOPES: list[Scope] = []
+"""The open `distribute()` blocks' scopes, innermost last."""
+
+
+def current() -> Scope:
+    """The innermost open block's scope (a fresh one outside any)."""
+    return SCOPES[-1] if SCOPES else Scope()

@@ -5,7 +5,8 @@ by piece.
 chain `pipeline` cuts into stages: the LM's embedding, each block, the head), each under
 its own `vjp`; the backward walks the pieces from the last, and as soon as a piece's
 backward has produced its parameters' gradients their buckets' all-reduces are issued
-(`DataParallel.start`) while the backward goes on with the pieces before it. Every
+(`DataParallel.start`; with tp > 1 after the piece's partial gradients are summed over
+tp in one fused all_reduce) while the backward goes on with the pieces before it. Every
 pending all-reduce is given a chance to progress after each piece (MPI moves a
 nonblocking collective only inside MPI calls); all are waited at the end. Without
 overlap the same all-reduces start after the whole backward (`DataParallel.sync`).
@@ -19,7 +20,7 @@ import hal
 from frontends import autograd as ag
 from hal import Tensor
 
-from .annotate import parallelize
+from .annotate import parallelize, sum_partial_grads
 from .pipeline import parameter_names, pieces, run_of
 
 
@@ -32,8 +33,9 @@ class OverlappedStep:
                  sequence_parallel: bool = False):
         links = pieces(model)
         split = tp_axis in mesh.names and mesh.shape[mesh.names.index(tp_axis)] > 1
+        self.split = split
         self.models = [parallelize(run_of(model, [link]), mesh, tp_axis,
-                                   sequence_parallel=sequence_parallel)
+                                   sequence_parallel=sequence_parallel, partial_grads=True)
                        if split else run_of(model, [link]) for link in links]
         self.names = [parameter_names(model, [link]) for link in links]
         self.data_parallel = data_parallel
@@ -62,7 +64,8 @@ class OverlappedStep:
         for k in reversed(range(len(backs))):
             out = backs[k](cotangent)
             backs[k] = None  # this piece's activations can go
-            started.append(dp.start(out[0]))
+            grads = sum_partial_grads(self.models[k], out[0]) if self.split else out[0]
+            started.append(dp.start(grads))
             if k > 0:
                 cotangent = out[1]
             for part in started:

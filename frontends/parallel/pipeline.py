@@ -38,7 +38,7 @@ from frontends import autograd as ag
 from frontends.nn import Sequential
 from hal import HalError, Tensor
 
-from .annotate import parallelize
+from .annotate import parallelize, sum_partial_grads
 
 SCHEDULES = ("1f1b", "gpipe")
 ACTIVATION, GRADIENT = 1, 2  # the tags of the two directions
@@ -156,11 +156,13 @@ def run_of(model, links: list[Piece]):
 class Stage:
     """This rank's stage of a pipelined model (made by `pipeline`).
 
-    `index` and `count` (the pp rank and size), `names` (its parameters, in the model's
-    order), `forward(params, x)`, `step` (one schedule's forwards and backwards), and
-    after each step `timeline`: (op, microbatch, start, end) of each F and B, on
-    `time.perf_counter`, between `started` and `ended`, and `held`: the most microbatches
-    whose activations (autograd tapes) it held at once.
+    `index` and `count` (the pp rank and size), `split` (whether its pieces run tensor
+    parallel: then the partial gradients of its replicated parameters are summed once per
+    step, `sum_partial_grads`), `names` (its parameters, in the model's order),
+    `forward(params, x)`, `step` (one schedule's forwards and backwards), and after each
+    step `timeline`: (op, microbatch, start, end) of each F and B, on `time.perf_counter`,
+    between `started` and `ended`, and `held`: the most microbatches whose activations
+    (autograd tapes) it held at once.
     """
 
     def __init__(self, model, mesh, axis: str, tp_axis: str, sequence_parallel: bool = False):
@@ -173,9 +175,10 @@ class Stage:
         self.first, self.last = self.index == 0, self.index == self.count - 1
         self.names = parameter_names(model, mine)
         self.model = run_of(model, mine)
-        if tp_axis in mesh.names and mesh.shape[mesh.names.index(tp_axis)] > 1:
+        self.split = tp_axis in mesh.names and mesh.shape[mesh.names.index(tp_axis)] > 1
+        if self.split:
             self.model = parallelize(self.model, mesh, tp_axis,
-                                     sequence_parallel=sequence_parallel)
+                                     sequence_parallel=sequence_parallel, partial_grads=True)
         self._before = run_of(model, links[:self.runs[self.index].start])  # for input shapes
         self._shapes: dict[tuple, tuple] = {}
         self.timeline: list[tuple[str, int, float, float]] = []
@@ -244,6 +247,8 @@ class Stage:
                     total[name] = g if name not in total else total[name] + g
                 if not self.first:
                     C.send(grads[1], group=group, peer=self.index - 1, tag=GRADIENT)
+        if self.split:
+            total = sum_partial_grads(self.model, total)
         self.mesh.groups[self.axis].flush()
         self.ended = time.perf_counter()
         return (float(np.mean(losses)) if self.last else None), total

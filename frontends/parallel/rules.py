@@ -23,8 +23,10 @@ sharded along the sequence (S(1) of (batch, seq, dim)). It follows from the rule
 and one switch (`distribute(sequence_parallel=True)`): a row-parallel output is
 reduce-scattered to S(1) instead of all-reduced; layer_norm and elementwise ops
 (residual adds, dropout's mask) run on the sequence shard; a column-parallel linear
-all-gathers its S(1) input (S -> R). Its backward all-reduces that input's cotangent
-(Megatron's f) and keeps its shard, where Megatron reduce-scatters.
+gathers its S(1) input (`gather_to_group`, S -> R), whose backward reduce-scatters the
+ranks' parts of that input's cotangent back to the shard (Megatron's conjugate: the
+backward of sequence parallelism is its forward with all_gather and reduce_scatter
+swapped).
 - reductions: a sum or mean over the shard axis -> P; over other axes the shard stays;
   max/min/var/... over the shard axis gather first.
 - layer_norm, softmax, log_softmax: need their axis whole; other shard axes carry through.
@@ -46,7 +48,7 @@ import hal
 from hal import HalError, shapes
 from hal.dispatch import call
 
-from .dtensor import DTensor, redistribute, size
+from .dtensor import DTensor, gathered_for_split, redistribute, size, used_whole
 from .dtensor import enter as enter_group
 from .placement import Partial, Replicate, Shard
 
@@ -115,8 +117,8 @@ def _run(spec, ds, params, placement, replicated_enter=True) -> DTensor:
     when the result is not replicated."""
     group = next(d.group for d in ds if d is not None)
     enter = replicated_enter and not isinstance(placement, Replicate)
-    local = [None if d is None else enter_group(d.local, group)
-             if enter and isinstance(d.placement, Replicate) else d.local for d in ds]
+    local = [None if d is None else d.local if not isinstance(d.placement, Replicate)
+             else enter_group(d.local, group) if enter else used_whole(d.local) for d in ds]
     return DTensor.make(call(spec, *local, **params), placement, group)
 
 
@@ -212,7 +214,7 @@ def _linear(spec, ds, params, sequence_parallel: bool = False) -> DTensor:
     sequence = Shard(last - 1) if sequence_parallel and x.ndim >= 3 \
         and x.shape[last - 1] % size(x.group) == 0 else R  # an uneven sequence stays whole
     if w.placement == Shard(1):  # column parallel: whole input, a shard of the outputs
-        x = redistribute(x, R)
+        x = gathered_for_split(x) if isinstance(x.placement, Shard) else redistribute(x, R)
         if b is not None:
             b = redistribute(b, Shard(0))
         return _run(spec, (x, w, b), params, Shard(last))

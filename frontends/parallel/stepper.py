@@ -19,7 +19,8 @@ reads commands from stdin, one per line, and every rank runs each:
                                 monotonic clock: the time outside its forwards and
                                 backwards), the formula (p-1)/(m+p-1), the bubbles its
                                 stages' measured work predicts (`uneven_bubbles`), and the
-                                sends and recvs each stage issued so far
+                                sends and recvs each stage issued so far and the seconds
+                                it spent waiting in its recvs (the handoffs)
     quit
 
 Rank 0 answers each with one JSON line on stdout: {"loss": ...} (with lr 0 the parameters
@@ -87,7 +88,7 @@ def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
                 stage, pp = trainer.stage, trainer.mesh.groups["pp"]
                 measured = trainer.mesh.comm("pp").gather(
                     (stage.started, stage.ended, stage.busy(), pp.counts["send"],
-                     pp.counts["recv"]), root=0) or []
+                     pp.counts["recv"], pp.seconds["recv"]), root=0) or []
                 m = trainer.config["microbatches"]
                 step = (max(row[1] for row in measured) - min(row[0] for row in measured)
                         if measured else 0.0)  # the ranks' clocks agree: one node
@@ -97,7 +98,8 @@ def serve(config: dict, lines=sys.stdin, out=sys.stdout) -> None:
                         "uneven": uneven_bubbles([row[2] for row in measured], m)
                         if measured else [],
                         "sends": [row[3] for row in measured],
-                        "recvs": [row[4] for row in measured]})
+                        "recvs": [row[4] for row in measured],
+                        "recv_s": [row[5] for row in measured]})
             else:
                 answer({"error": f"unknown command {command[0]!r}"})
 

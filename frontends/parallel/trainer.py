@@ -28,7 +28,7 @@ from frontends import autograd as ag
 from frontends import optim
 from hal import HalError, Tensor
 
-from .annotate import parallelize
+from .annotate import parallelize, sum_partial_grads
 from .corpus import TrainConfigError, batches, load_text
 from .language_model import VOCAB, LanguageModel, cross_entropy, generate
 from .overlap import OverlappedStep
@@ -98,9 +98,10 @@ def check_config(config: Mapping, ranks: int) -> dict:
     if c["sp"] and (tp < 2 or c["seq"] % tp):
         problems.append(f"--sp shards the sequence over the tp ranks: it needs --tp 2 or more "
                         f"and --seq {c['seq']} a multiple of --tp {tp}")
-    if c["overlap"] and (dp < 2 or pp != 1 or c["zero"]):
+    if c["overlap"] and (dp < 2 or pp != 1 or c["zero"] == 2):
         problems.append("--overlap issues the data-parallel gradient buckets during the "
-                        "backward pass: it needs --dp 2 or more, --pp 1 and --zero 0")
+                        "backward pass: it needs --dp 2 or more, --pp 1 and --zero 0 or 1 "
+                        "(ZeRO-2 reduce-scatters the gradients after the backward)")
     if c["schedule"] not in SCHEDULES:
         problems.append(f"--schedule {c['schedule']!r} must be one of {', '.join(SCHEDULES)}")
     for key in ("steps", "batch", "seq", "dim", "layers", "heads", "log_every"):
@@ -163,15 +164,18 @@ class Trainer:
                          timeout=c["timeout"])
         single = LanguageModel(VOCAB, c["dim"], c["heads"], c["layers"], c["seq"],
                                dtype=hal.dtype(c["dtype"]), seed=c["seed"])
-        self.model = model = parallelize(single, self.mesh, "tp", sequence_parallel=c["sp"]) \
-            if tp > 1 else single
+        self.model = model = parallelize(single, self.mesh, "tp", sequence_parallel=c["sp"],
+                                         partial_grads=True) if tp > 1 else single
         self.stage = pipeline(single, self.mesh, sequence_parallel=c["sp"]) if pp > 1 else None
 
         def loss(params, ids, targets):
             return cross_entropy(model.call_with(params, ids), targets)
 
-        self.gradient = ag.value_and_grad(loss) if c["eager"] else \
-            hal.jit(ag.value_and_grad(loss))
+        def gradient(params, ids, targets):
+            value, grads = ag.value_and_grad(loss)(params, ids, targets)
+            return value, sum_partial_grads(model, grads) if tp > 1 else grads
+
+        self.gradient = gradient if c["eager"] else hal.jit(gradient)
         self.optimizer = make_optimizer(c)
         self.data_parallel = (DataParallel(self.mesh, "dp", zero=c["zero"],
                                            bucket_bytes=int(c["bucket_mb"] * 2**20))
@@ -192,24 +196,23 @@ class Trainer:
 
     def step(self, ids: Tensor, targets: Tensor) -> float:
         """One training step on every rank; the loss before it (the mean over the batch)."""
-        if self.overlapped is not None:
-            value, mean = self.overlapped(self.params, ids, targets, cross_entropy)
-            self.params = self.optimizer.step(self.params, mean)
-            return self.mesh.comm("dp").allreduce(float(value)) / self.dp
-        if self.stage is None:
+        dp, averaged = self.data_parallel, self.overlapped is not None
+        if averaged:
+            value, grads = self.overlapped(self.params, ids, targets, cross_entropy)
+        elif self.stage is None:
             value, grads = self.gradient(self.params, ids, targets)
         else:
             value, grads = self.stage.step(self.params, ids, targets, cross_entropy,
                                            microbatches=self.config["microbatches"],
                                            kind=self.config["schedule"])
-            value = self.mesh.comm("pp").bcast(value, root=self.pp - 1)
-        dp = self.data_parallel
         if dp is None:
             self.params = self.optimizer.step(self.params, grads)
         elif self.config["zero"]:
-            self.params = dp.zero_step(self.optimizer, self.params, grads)
+            self.params = dp.zero_step(self.optimizer, self.params, grads, averaged=averaged)
         else:
-            self.params = self.optimizer.step(self.params, dp.sync(grads))
+            self.params = self.optimizer.step(self.params, grads if averaged else dp.sync(grads))
+        if self.stage is not None:  # after the dp sync, which the first stages start sooner
+            value = self.mesh.comm("pp").bcast(value, root=self.pp - 1)
         value = float(value)
         return self.mesh.comm("dp").allreduce(value) / self.dp if self.dp > 1 else value
 

@@ -1,7 +1,7 @@
 """Collective ops (family "collective"): all_reduce, all_gather, reduce_scatter, all_to_all,
-copy_to_group and split_to_group, each naming a process group (hal/runtime/groups.py);
-their references run the group's collective on host arrays. The functions and the
-conjugate pairs are in hal/collectives.py.
+copy_to_group, split_to_group and gather_to_group, each naming a process group
+(hal/runtime/groups.py); their references run the group's collective on host arrays. The
+functions and the conjugate pairs are in hal/collectives.py.
 
 Point-to-point ops (family "p2p"), between two ranks of a group: `send(x, group, peer,
 tag)` sends x to rank `peer` and returns x; `recv(like, group, peer, tag)` returns the
@@ -21,7 +21,7 @@ from . import shapes
 from .spec import EXTENDED, declare, lift, spec
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "copy_to_group",
-       "split_to_group")
+       "split_to_group", "gather_to_group")
 P2P = ("send", "recv")
 
 
@@ -42,11 +42,14 @@ def _whole_meta(x, *, group):
     return tuple(x.shape), x.dtype
 
 
-def _all_gather_meta(x, *, group, axis=0):
-    a = shapes.axis("all_gather", axis, x.ndim)
-    shape = list(x.shape)
-    shape[a] *= _group_of(group).size
-    return tuple(shape), x.dtype
+def _gathered_meta(op):
+    def meta(x, *, group, axis=0):
+        a = shapes.axis(op, axis, x.ndim)
+        shape = list(x.shape)
+        shape[a] *= _group_of(group).size
+        return tuple(shape), x.dtype
+
+    return meta
 
 
 def _chunk_meta(op):
@@ -77,12 +80,14 @@ def _split_ref(x, *, group, axis=0):
 
 for _name, _ref, _meta, _dtypes in (
         ("all_reduce", _on_group("all_reduce"), _whole_meta, dt.NUMERIC),
-        ("all_gather", _on_group("all_gather"), _all_gather_meta, dt.ALL),
+        ("all_gather", _on_group("all_gather"), _gathered_meta("all_gather"), dt.ALL),
         ("reduce_scatter", _on_group("reduce_scatter"), _chunk_meta("reduce_scatter"),
          dt.NUMERIC),
         ("all_to_all", _on_group("all_to_all"), _all_to_all_meta, dt.ALL),
         ("copy_to_group", lambda x, *, group: x, _whole_meta, dt.ALL),
-        ("split_to_group", _split_ref, _chunk_meta("split_to_group"), dt.ALL)):
+        ("split_to_group", _split_ref, _chunk_meta("split_to_group"), dt.ALL),
+        ("gather_to_group", _on_group("all_gather"), _gathered_meta("gather_to_group"),
+         dt.NUMERIC)):
     declare(_name, EXTENDED, "collective", _dtypes, _ref, _meta, promote=())
 
 

@@ -1,5 +1,6 @@
 """The "Parallel training" section: the LM's steps per layout with scaling efficiency and the
-share of a step in collectives, bucketing and ZeRO-2 compared, all_reduce algorithms
+share of a step in collectives, bucketing and ZeRO-2 compared, the pipeline's bubble
+against its formulas, all_reduce algorithms
 against the cost model's choice, and the planner's projection for a 175B model beside
 the published claims (all from the parallel suite's records and facts)."""
 
@@ -41,6 +42,13 @@ def _blocks(ms: list[Measurement]) -> list[Block]:
             blocks.append("Step time ratios (below 1: the first is faster): "
                           + "; ".join(f"{name} {value}" for name, value in compared.items())
                           + ".")
+    bubbles = bubble_table(ms)
+    if not bubbles.empty:
+        blocks += ["The pipeline's bubble (pp=2, 1F1B) per microbatch count m: the formula "
+                   "(p-1)/(m+p-1) for equal stages and free messages, each stage's measured "
+                   "idle share of the step, the bubble the stages' measured work predicts "
+                   "(uneven: the slowest stage sets the pace), and the share each stage "
+                   "spent waiting for its handoffs (recvs).", bubbles]
     reductions = all_reduce_table(ms)
     if not reductions.empty:
         blocks += [_floor_text(ms) + "all_reduce on 2 ranks: median time per all_reduce of "
@@ -76,7 +84,8 @@ def steps_table(ms: list[Measurement]) -> pd.DataFrame:
     single = _rate(steps.get(SINGLE))
     rows = []
     for layout, m in steps.items():
-        ranks = int(m.params.get("dp", 1)) * int(m.params.get("tp", 1))
+        ranks = int(m.params.get("dp", 1)) * int(m.params.get("pp", 1)) \
+            * int(m.params.get("tp", 1))
         seconds, rate = median(m), _rate(m)
         spread = (f"{1e3 * m.stats['min']:.1f}-{1e3 * m.stats['max']:.1f}"
                   if seconds is not None else "")
@@ -104,6 +113,22 @@ def comparisons(ms: list[Measurement]) -> dict[str, str]:
         if value:
             found[name] = value
     return found
+
+
+def bubble_table(ms: list[Measurement]) -> pd.DataFrame:
+    """Microbatches: the bubble formula, then per stage the measured bubble, the uneven-work
+    formula and the handoff waits (from the pipeline_bubble facts)."""
+    rows = []
+    for m in sorted((m for m in ok(ms) if m.workload == "pipeline_bubble"),
+                    key=lambda m: int(m.params["microbatches"])):
+        row = {"m": int(m.params["microbatches"]), "formula": number(m.facts.get("formula"))}
+        stages = sorted({k.split("/stage")[1] for k in m.facts if "/stage" in k}, key=int)
+        for figure, label in (("measured", "measured"), ("uneven_formula", "uneven"),
+                              ("handoff_wait", "handoff wait")):
+            row |= {f"{label} s{s}": number(m.facts.get(f"{figure}/stage{s}"), ".3f")
+                    for s in stages}
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def _floor_text(ms: list[Measurement]) -> str:

@@ -65,11 +65,11 @@ def test_the_suite_has_a_step_per_layout_and_all_reduce_per_size_and_algorithm()
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("layout", ["dp=2", "tp=2", "pp=2", "pp=2 gpipe"])
+@pytest.mark.parametrize("layout", ["dp=2", "tp=2", "tp=2 sp", "pp=2", "pp=2 gpipe"])
 def test_a_two_rank_step_has_the_single_process_loss(job, layout):
     ranks = job(layout)
     assert (ranks.info["dp"], ranks.info["pp"], ranks.info["tp"]) == {
-        "dp=2": (2, 1, 1), "tp=2": (1, 1, 2)}.get(layout, (1, 2, 1))
+        "dp=2": (2, 1, 1), "tp=2": (1, 1, 2), "tp=2 sp": (1, 1, 2)}.get(layout, (1, 2, 1))
     expected = suite.single_loss()
     losses = [ranks.request("step")["loss"] for _ in range(2)]  # lr 0: the same every step
     assert losses[0] == losses[1]
@@ -150,6 +150,7 @@ def test_the_bubble_row_measures_each_stage_and_counts_its_messages(job, cpu):
     for stage in (0, 1):
         assert 0 <= facts[f"measured/stage{stage}"] < 1
         assert 0 <= facts[f"uneven_formula/stage{stage}"] < 1
+        assert 0 <= facts[f"handoff_wait/stage{stage}"] < 1
         assert facts[f"sends_per_step/stage{stage}"] == facts["p2p_per_step/formula"] == 4
         assert facts[f"recvs_per_step/stage{stage}"] == 4
 

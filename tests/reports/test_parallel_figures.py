@@ -39,6 +39,13 @@ def parallel_file(suite_measurement, results_file):
              facts={"chosen": "allreduce", "predicted_s/allreduce": 0.0025,
                     "predicted_s/rs_ag": 0.0012, **MODEL} if a == "chosen" else None)
            for a, t in sizes.items()]
+    ms += [m("pipeline_bubble", 0.05, {"pp": 2, "microbatches": mb, "schedule": "1f1b"},
+             dtype="float32", facts={"formula": 1 / (mb + 1), "measured/stage0": 0.6 / mb,
+                                     "measured/stage1": 0.5 / mb,
+                                     "uneven_formula/stage0": 0.55 / mb,
+                                     "uneven_formula/stage1": 0.45 / mb,
+                                     "handoff_wait/stage0": 0.04, "handoff_wait/stage1": 0.02})
+           for mb in (8, 1, 4)]
     ms.append(m("command_floor", 0.0005, {"bytes": 4, "algorithm": "allreduce", "ranks": 2}))
     ms.append(m("gpt3_175b_plan[1024]", 0.005, {"gpus": 1024, "model": "GPT-3 175B"},
                 dtype="float64",
@@ -93,3 +100,10 @@ def test_the_projection_and_the_lines_beside_the_claims(parallel_file, tmp_path)
     md = build_report([parallel_file], tmp_path / "out")[3].read_text()
     assert "## Parallel training" in md and "projection (not a measurement)" in md
     assert "21 -> 9 days" in md and re.search(r"costs (49\d|50\d) us besides its work", md)
+
+
+def test_the_bubble_per_microbatch_count_beside_its_formulas(parallel_file):
+    rows = parallel.bubble_table(load_results(parallel_file).measurements).to_dict("records")
+    assert [(r["m"], r["formula"]) for r in rows] == [(1, "0.5"), (4, "0.2"), (8, "0.111")]
+    assert rows[1]["measured s0"] == "0.150" and rows[1]["uneven s1"] == "0.113"
+    assert rows[2]["handoff wait s0"] == "0.040" and rows[2]["measured s1"] == "0.062"

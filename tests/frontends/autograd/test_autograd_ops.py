@@ -137,6 +137,7 @@ def _case(rng, device, dtype):
                        (x,)),
         "copy_to_group": (lambda a: C.copy_to_group(a, group="self"), (x,)),
         "split_to_group": (lambda a: C.split_to_group(a, group="self", axis=1), (x,)),
+        "gather_to_group": (lambda a: C.gather_to_group(a, group="self", axis=1), (x,)),
     }
 
 

@@ -86,6 +86,7 @@ def test_the_lm_and_sequentials_are_chains_of_pieces():
     ({"pp": 2, "batch": 6, "microbatches": 4}, 2, "6 windows per dp rank do not split into "
                                                   "--microbatches 4"),
     ({"pp": 2, "schedule": "zigzag"}, 2, "--schedule 'zigzag' must be one of 1f1b, gpipe"),
+    ({"dp": 2, "overlap": True, "zero": 2}, 2, "--zero 0 or 1"),
 ])
 def test_pipeline_configs_that_cannot_run_are_refused(config, ranks, message):
     from frontends.parallel.corpus import TrainConfigError
@@ -256,48 +257,126 @@ def test_sequence_parallel_training_equals_one_process(run_ranks, layout):
 
 
 @pytest.mark.mpi
-def test_sequence_parallel_forward_gathers_and_scatters_instead_of_all_reducing(run_ranks):
-    """Per block, attention and MLP each: without sp one all_reduce; with sp one all_gather
-    of the sequence-sharded input and one reduce_scatter of the output (the first block's
-    input, the embedding, is whole; the logits are gathered once at the end)."""
+def test_sequence_parallel_collectives_are_megatrons_and_exact(run_ranks):
+    """tp=2, three blocks, the collectives MPI ran. Forward, per block, attention and MLP
+    each: without sp one all_reduce; with sp one all_gather of the sequence-sharded input
+    (the first block's input, the embedding, is whole) and one reduce_scatter of the
+    output; the logits gathered once at the end. Backward, the conjugate: each
+    reduce_scatter's VJP all-gathers (6) and each gather's reduce-scatters (5); the first
+    block's whole input all-reduces its cotangent (f) and the embedding's split along the
+    sequence all-gathers; the replicated parameters on sequence shards (layer norms, row
+    biases, the head: 20) all-reduce their gradients one by one, or with partial_grads in
+    one fused all_reduce. Loss and gradients equal one process's (fp64)."""
     out = run_ranks(2, '''
+import numpy as np
 import hal
-from frontends.parallel.annotate import parallelize
+from frontends import autograd as ag
+from frontends.parallel.annotate import parallelize, placements, sum_partial_grads
 from frontends.parallel.corpus import batches
-from frontends.parallel.language_model import LanguageModel
+from frontends.parallel.language_model import LanguageModel, cross_entropy
 from frontends.parallel.mesh import Mesh
+from frontends.parallel.placement import Shard
 with Mesh((2,), ("tp",)) as mesh:
+    wire = mesh.groups["tp"].counts
     model = LanguageModel(dim=16, heads=2, layers=3, seq=8, dtype=hal.float64, seed=0)
-    ids, _ = next(batches(1, 2, 8))
+    ids, targets = next(batches(1, 2, 8))
+    loss = lambda m: lambda p: cross_entropy(m.call_with(p, ids), targets)
+    value, grads = ag.value_and_grad(loss(model))(model.trainable())
     found = {}
-    for sp in (False, True):
-        with hal.placement() as where:
-            logits = parallelize(model, mesh, sequence_parallel=sp)(ids)
-        counts = {}
-        for op, *_ in where.records:
-            if op in ("all_reduce", "all_gather", "reduce_scatter"):
-                counts[op] = counts.get(op, 0) + 1
-        found[str(sp)] = counts
-    single = model(ids).numpy()
-    found["error"] = float(abs(logits.numpy() - single).max() / abs(single).max())
+    for name, sp, partial in (("tp", False, False), ("sp", True, False),
+                              ("sp partial", True, True)):
+        tp = parallelize(model, mesh, sequence_parallel=sp, partial_grads=partial)
+        before = dict(wire)
+        loss(tp)(tp.trainable())
+        forward = {op: n - before.get(op, 0) for op, n in wire.items()}
+        before = dict(wire)
+        v, g = ag.value_and_grad(loss(tp))(tp.trainable())
+        if partial:
+            g = sum_partial_grads(tp, g)
+        backward = {op: n - before.get(op, 0) - forward.get(op, 0) for op, n in wire.items()}
+        where, worst = placements(tp), 0.0
+        for n, full in grads.items():
+            full = full.numpy()
+            if isinstance(where[n], Shard):
+                full = np.split(full, 2, axis=where[n].dim)[mesh.rank]
+            # relative to max |full|, to 1e-3 where it is ~0 (a key bias's gradient)
+            worst = max(worst, float(abs(g[n].numpy() - full).max()
+                                     / max(abs(full).max(), 1e-3)))
+        found[name] = {"forward": {k: n for k, n in forward.items() if n},
+                       "backward": {k: n for k, n in backward.items() if n},
+                       "loss": abs(float(v.numpy()) / float(value.numpy()) - 1), "grads": worst,
+                       "partial": len(tp._plan.partial)}
     odd = ids[:, :7]  # a sequence that does not divide over the ranks is summed whole
     sp_odd = parallelize(model, mesh, sequence_parallel=True)(odd).numpy()
-    found["odd_error"] = float(abs(sp_odd - model(odd).numpy()).max() / abs(single).max())
+    single = model(odd).numpy()
+    found["odd_error"] = float(abs(sp_odd - single).max() / abs(single).max())
     emit(found)
 ''', env=ENV)
     for rank in out:
-        assert rank["False"] == {"all_reduce": 6}
-        assert rank["True"] == {"reduce_scatter": 6, "all_gather": 6}
-        assert rank["error"] < 1e-12 and rank["odd_error"] < 1e-12
+        assert rank["tp"]["forward"] == {"all_reduce": 6}
+        assert rank["tp"]["backward"] == {"all_reduce": 6}  # each block's two f's
+        for sp in ("sp", "sp partial"):
+            assert rank[sp]["forward"] == {"reduce_scatter": 6, "all_gather": 6}
+        assert rank["sp"]["backward"] == {"all_gather": 7, "reduce_scatter": 5,
+                                          "all_reduce": 1 + 20}
+        assert rank["sp partial"]["backward"] == {"all_gather": 7, "reduce_scatter": 5,
+                                                  "all_reduce": 1 + 1}
+        assert rank["sp partial"]["partial"] == 20 and rank["sp"]["partial"] == 0
+        for name in ("tp", "sp", "sp partial"):
+            assert rank[name]["loss"] < 1e-12 and rank[name]["grads"] < 1e-10, name
+        assert rank["odd_error"] < 1e-12
+
+
+@pytest.mark.mpi
+def test_partial_grads_refuse_a_parameter_used_split_and_whole(run_ranks):
+    """A layer norm applied to the whole input and again to the sequence-sharded output
+    would have a gradient part partial, part whole: a HalError naming it; and
+    sum_partial_grads of a model parallelized without partial_grads is refused."""
+    out = run_ranks(2, '''
+import numpy as np
+import hal
+from frontends import nn
+from frontends.parallel.annotate import parallel, parallelize, sum_partial_grads
+from frontends.parallel.mesh import Mesh
+
+class Twice(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(8, dtype=hal.float64)
+        self.fc1 = parallel(nn.Linear(8, 16, dtype=hal.float64, seed=1), split_dim=1)
+        self.fc2 = parallel(nn.Linear(16, 8, dtype=hal.float64, seed=2), split_dim=0)
+    def forward(self, x):
+        return self.norm(x + self.fc2(self.fc1(self.norm(x))))
+
+with Mesh((2,), ("tp",)) as mesh:
+    x = hal.asarray(np.random.default_rng(0).standard_normal((2, 4, 8)))
+    errors = []
+    try:
+        parallelize(Twice(), mesh, sequence_parallel=True, partial_grads=True)(x)
+    except hal.HalError as e:
+        errors.append(str(e))
+    plain = parallelize(Twice(), mesh, sequence_parallel=True)
+    try:
+        sum_partial_grads(plain, plain.trainable())
+    except hal.HalError as e:
+        errors.append(str(e))
+    emit(errors)
+''', env=ENV)
+    for mixed, plain in out:
+        assert "norm.weight" in mixed and "without partial_grads" in mixed
+        assert "not parallelized with partial_grads=True" in plain
 
 
 # -- gradient buckets overlapped with the backward pass ---------------------------------------
 @pytest.mark.mpi
-@pytest.mark.parametrize("layout", [(2, 1, 1), (2, 1, 2)], ids=["dp2", "dp2-tp2-sp"])
-def test_overlapped_buckets_train_as_one_process(run_ranks, layout):
+@pytest.mark.parametrize("layout, zero", [((2, 1, 1), 1), ((2, 1, 2), 0)],
+                         ids=["dp2-zero1", "dp2-tp2-sp"])
+def test_overlapped_buckets_train_as_one_process(run_ranks, layout, zero):
+    """Overlap composes with ZeRO-1 (the averaged gradients' shard) and with tp + sp (each
+    piece's partial gradients summed over tp before its buckets go over dp)."""
     dp, _, tp = layout
     out = _train(run_ranks, {"dp": dp, "tp": tp, "sp": tp > 1, "overlap": True,
-                             "bucket_mb": 0.001})
+                             "bucket_mb": 0.001, "zero": zero})
     for rank in out:
         for split, single in rank["losses"]:
             assert split == pytest.approx(single, rel=1e-10)
