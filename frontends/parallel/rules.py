@@ -112,11 +112,11 @@ def _group(spec, args) -> str:
     return groups.pop()
 
 
-def _run(spec, ds, params, placement, replicated_enter=True) -> DTensor:
+def _run(spec, ds, params, placement) -> DTensor:
     """The op on the local tensors; replicated operands enter through copy_to_group (f)
     when the result is not replicated."""
     group = next(d.group for d in ds if d is not None)
-    enter = replicated_enter and not isinstance(placement, Replicate)
+    enter = not isinstance(placement, Replicate)
     local = [None if d is None else d.local if not isinstance(d.placement, Replicate)
              else enter_group(d.local, group) if enter else used_whole(d.local) for d in ds]
     return DTensor.make(call(spec, *local, **params), placement, group)
