@@ -4,7 +4,8 @@ The job (`mpiexec -n P python -m MODULE ARGS...`) is a frontend's command server
 builds its state once, then rank 0 reads one command per line on stdin, every rank runs
 it, and rank 0 answers with one JSON line on stdout (`{"error": ...}` ends the job). A
 workload's call is one command, so the harness times the ranks' work plus one pipe round
-trip. The ranks compute on the host (`HAL_DEVICE=cpu`, one thread each).
+trip. The ranks compute on the host (`HAL_DEVICE=cpu`) and share its cores: hal gives each
+rank its share of threads (`hal.settings.threads`).
 """
 
 from __future__ import annotations

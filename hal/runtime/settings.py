@@ -23,7 +23,7 @@ class Settings:
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "hal")  # HAL_CACHE_DIR
     probe_timeout: float = 30.0  # HAL_PROBE_TIMEOUT: seconds a plugin may take to load or probe
     capture: bool = True  # HAL_CAPTURE=0: jitted graphs are never recorded as device graphs
-    threads: int = field(default_factory=lambda: usable_cores())  # HAL_THREADS: per library
+    threads: int = field(default_factory=lambda: default_threads())  # HAL_THREADS: per library
     invalid: str | None = None  # why the environment was refused (the defaults stand in)
 
     @classmethod
@@ -46,7 +46,7 @@ class Settings:
         if capture not in SWITCH:
             raise HalError(f"HAL_CAPTURE={capture!r} is not a switch; set it to 1 (capture "
                            "jitted graphs where the backend can) or 0 (never)")
-        threads = env.get("HAL_THREADS", "").strip() or str(usable_cores())
+        threads = env.get("HAL_THREADS", "").strip() or str(default_threads(env))
         if not threads.isdigit() or int(threads) < 1:
             raise HalError(f"HAL_THREADS={threads!r} is not a thread count; set it to a whole "
                            f"number >= 1 (this machine has {usable_cores()} usable cores) or "
@@ -84,6 +84,21 @@ def usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0)) or 1
     return os.cpu_count() or 1
+
+
+# How MPI launchers tell a process how many ranks share its node (MPICH/Hydra, Open MPI).
+LOCAL_RANKS_VARIABLES = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
+
+
+def default_threads(environ=None) -> int:
+    """The usable cores shared among the MPI ranks on this node (1 rank outside MPI).
+
+    Each rank taking every core multiplies the threads: two ranks on two cores, each with
+    two BLAS threads that spin while they wait, made a training step 10-30x slower."""
+    env = os.environ if environ is None else environ
+    ranks = next((int(env[v]) for v in LOCAL_RANKS_VARIABLES
+                  if env.get(v, "").strip().isdigit() and int(env[v]) > 0), 1)
+    return max(1, usable_cores() // ranks)
 
 
 def _positive_number(text: str) -> bool:

@@ -45,3 +45,15 @@ def test_threads_default_to_the_usable_cores_and_a_bad_count_is_refused():
     for bad in ("0", "-2", "two", "1.5"):
         with pytest.raises(hal.HalError, match=f"HAL_THREADS='{bad}' is not a thread count"):
             Settings.from_env({"HAL_THREADS": bad})
+
+
+def test_ranks_on_one_node_share_its_cores(monkeypatch):
+    from hal.runtime import settings as settings_module
+
+    Settings = type(hal.settings)
+    monkeypatch.setattr(settings_module, "usable_cores", lambda: 4)
+    assert Settings.from_env({"MPI_LOCALNRANKS": "2"}).threads == 2  # MPICH's Hydra
+    assert Settings.from_env({"OMPI_COMM_WORLD_LOCAL_SIZE": "3"}).threads == 1  # Open MPI
+    assert Settings.from_env({"MPI_LOCALNRANKS": "8"}).threads == 1
+    assert Settings.from_env({"MPI_LOCALNRANKS": "2", "HAL_THREADS": "3"}).threads == 3
+    assert Settings.from_env({"MPI_LOCALNRANKS": "junk"}).threads == 4
