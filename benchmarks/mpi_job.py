@@ -4,8 +4,11 @@ The job (`mpiexec -n P python -m MODULE ARGS...`) is a frontend's command server
 builds its state once, then rank 0 reads one command per line on stdin, every rank runs
 it, and rank 0 answers with one JSON line on stdout (`{"error": ...}` ends the job). A
 workload's call is one command, so the harness times the ranks' work plus one pipe round
-trip. The ranks compute on the host (`HAL_DEVICE=cpu`) and share its cores: hal gives each
-rank its share of threads (`hal.settings.threads`).
+trip. The ranks' default device is the host's (`HAL_DEVICE=cpu`; a job may name another in
+its own arguments) and they share the host's cores: hal gives each rank its share of
+threads (`hal.settings.threads`). A job that refuses its work as a skip (rank 0 answers
+`{"error": ..., "kind": "UnsupportedOp"}`, or UnsupportedDType, FallbackRefused) raises
+that error here, so the harness records a skip, not a failure.
 """
 
 from __future__ import annotations
@@ -38,14 +41,20 @@ def mpiexec() -> str:
     return found
 
 
+SKIPS = {e.__name__: e for e in (hal.UnsupportedOp, hal.UnsupportedDType, hal.FallbackRefused)}
+
+
 class MpiJob:
     """`mpiexec -n ranks python -m module *args`, driven command by command; `what` names
-    it in errors. `info` is its first answer (sent once it is ready)."""
+    it in errors; `env` adds variables to the ranks' environment. `info` is its first
+    answer (sent once it is ready)."""
 
-    def __init__(self, module: str, args: list[str], ranks: int, what: str):
+    def __init__(self, module: str, args: list[str], ranks: int, what: str,
+                 env: dict[str, str] | None = None):
         env = {**os.environ, "HAL_DEVICE": "cpu", "OMP_NUM_THREADS": "1",
                "PYTHONPATH": str(ROOT),
-               "HAL_PARALLEL_DEBUG": "0"}  # time the collectives, not the cross-rank check
+               "HAL_PARALLEL_DEBUG": "0",  # time the collectives, not the cross-rank check
+               **(env or {})}
         if ranks > (os.cpu_count() or 1):
             env["MPIR_CVAR_CH4_PROGRESS_THROTTLE"] = "1"
         self.ranks, self.what = ranks, what
@@ -68,6 +77,9 @@ class MpiJob:
         answer = json.loads(line) if line.startswith("{") else None
         if answer is None or "error" in answer:
             self.close()
+            if answer and answer.get("kind") in SKIPS:
+                raise SKIPS[answer["kind"]](f"{self.what}, {self.ranks} ranks: "
+                                            f"{answer['error']}")
             why = answer["error"] if answer else f"no answer in {REPLY_TIMEOUT_S:.0f} s"
             raise MpiJobError(f"{self.what}: the {self.ranks}-rank job failed ({why}); "
                               f"its stderr:\n{self._proc.stderr.read()[-2000:]}")

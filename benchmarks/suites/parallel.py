@@ -4,9 +4,11 @@ and the planner's projection for a 175B model.
 The ranks are an MPI job (`mpiexec -n P python -m frontends.parallel.stepper CONFIG`)
 started once per layout and driven through a pipe (`benchmarks.mpi_job`): one call of a
 workload is one command, so the harness times a distributed step from outside, including
-the pipe round trip and the ranks' wake-up (`command_floor`). The ranks compute on the
-host (the cpu backend), so the suite runs under the cpu backend and is skipped with that
-reason on the others.
+the pipe round trip and the ranks' wake-up (`command_floor`). The training steps' ranks
+compute on the device under test (`hal train --device`: each rank opens it; collectives are
+staged through host memory) under the run's fallback policy, so a device without kernels
+for the step is skipped saying which op; the all_reduce rows (MPI on host buffers) and the
+planner do not depend on the device and are measured under the cpu backend only.
 
 - `lm_step[layout]`: one step (loss, gradient, gradient sync, AdamW with lr 0, so the
   parameters stay as they are) of `frontends.parallel.LanguageModel` (dim 128, 2 layers, 4 heads,
@@ -88,31 +90,38 @@ FACT_STEPS = 3  # steps whose collective seconds and calls make a step's facts
 PLANNER_GPUS = (512, 1024, 3072)
 
 
-def stepper_job(config: dict) -> MpiJob:
+def stepper_job(config: dict, fallback: str = "error") -> MpiJob:
     """An MPI job of `frontends.parallel.stepper` for one training config (keys of
-    `trainer.DEFAULTS`; dp x tp ranks)."""
+    `trainer.DEFAULTS`; dp x pp x tp ranks), its ranks under the CPU-fallback policy."""
     return MpiJob("frontends.parallel.stepper", [json.dumps(config)],
                   config.get("dp", 1) * config.get("pp", 1) * config.get("tp", 1),
-                  "parallel suite")
+                  "parallel suite", env={"HAL_FALLBACK": fallback})
 
 
 @functools.cache
-def ranks(layout: str) -> MpiJob:
-    """The running job of a layout (started on first use, ended at exit)."""
-    return stepper_job({**MODEL, **LAYOUTS[layout]})
+def ranks(layout: str, device: str = "cpu:0", fallback: str = "error") -> MpiJob:
+    """The running job of a layout with its ranks on `device` (started on first use, ended
+    at exit)."""
+    return stepper_job({**MODEL, **LAYOUTS[layout], "device": device}, fallback)
 
 
 @functools.cache
-def bubble_job(microbatches: int) -> MpiJob:
-    """The running pp=2 job with `microbatches` microbatches (started on first use)."""
-    return stepper_job({**MODEL, "dp": 1, "pp": 2, "microbatches": microbatches})
+def bubble_job(microbatches: int, device: str = "cpu:0", fallback: str = "error") -> MpiJob:
+    """The running pp=2 job with `microbatches` microbatches on `device` (started on first
+    use)."""
+    return stepper_job({**MODEL, "dp": 1, "pp": 2, "microbatches": microbatches,
+                        "device": device}, fallback)
+
+
+def on_device(job, x: hal.Tensor, *key):
+    """`job(*key)` with its ranks on x's device under the run's current fallback policy."""
+    return job(*key, x.device.name, hal.settings.fallback)
 
 
 def _bubble_step(microbatches: int):
     def run(x: hal.Tensor) -> hal.Tensor:
-        _on_cpu(x.device)
-        return hal.asarray(np.float64(bubble_job(microbatches).request("step")["loss"]),
-                           device=x.device)
+        loss = on_device(bubble_job, x, microbatches).request("step")["loss"]
+        return hal.asarray(np.float64(loss), device=x.device)
 
     return run
 
@@ -122,7 +131,7 @@ def _bubble_facts(microbatches: int):
     sends and recvs per step of each stage against the schedule's count."""
 
     def facts(x: hal.Tensor) -> dict[str, float | str]:
-        job = bubble_job(microbatches)
+        job = on_device(bubble_job, x, microbatches)
         before = job.request("pipeline")
         rows, waited = [], before["recv_s"]
         for _ in range(FACT_STEPS):
@@ -161,16 +170,18 @@ def single_loss() -> float:
 
 
 def _on_cpu(device) -> None:
-    """The ranks compute on the host: the suite is measured under the cpu backend only."""
+    """Rows that do not depend on the device (MPI on host buffers, the planner) are measured
+    once, under the cpu backend."""
     if device.backend.name != "cpu":
-        raise hal.UnsupportedOp(f"the parallel suite's MPI ranks compute on the host; it is "
-                                f"measured under the cpu backend, not {device.name}")
+        raise hal.UnsupportedOp(f"MPI's collectives on host buffers and the planner do not "
+                                f"depend on the device; measured under the cpu backend, not "
+                                f"{device.name}")
 
 
 def _step(layout: str):
     def run(x: hal.Tensor) -> hal.Tensor:
-        _on_cpu(x.device)
-        return hal.asarray(np.float64(ranks(layout).request("step")["loss"]), device=x.device)
+        loss = on_device(ranks, x, layout).request("step")["loss"]
+        return hal.asarray(np.float64(loss), device=x.device)
 
     return run
 
@@ -181,7 +192,7 @@ def _step_facts(layout: str):
     line counts."""
 
     def facts(x: hal.Tensor) -> dict[str, float | str]:
-        job = ranks(layout)
+        job = on_device(ranks, x, layout)
         before = job.request("stats")
         for _ in range(FACT_STEPS):
             job.request("step")
@@ -201,7 +212,7 @@ def _step_facts(layout: str):
 def _all_reduce(nbytes: int, algorithm: str, calls: int):
     def run(x: hal.Tensor) -> hal.Tensor:
         _on_cpu(x.device)
-        answer = ranks("dp=2").request(f"all_reduce {nbytes} {algorithm} {calls}")
+        answer = on_device(ranks, x, "dp=2").request(f"all_reduce {nbytes} {algorithm} {calls}")
         return hal.asarray(np.float64(answer["checksum"]), device=x.device)
 
     return run
@@ -212,7 +223,7 @@ def _chosen_facts(nbytes: int):
     seconds per all_reduce of each algorithm."""
 
     def facts(x: hal.Tensor) -> dict[str, float | str]:
-        job = ranks("dp=2")
+        job = on_device(ranks, x, "dp=2")
         found: dict[str, float | str] = {
             "chosen": job.request(f"all_reduce {nbytes} chosen 1")["algorithm"]}
         for row in job.request("stats")["cost_model"] or []:

@@ -29,7 +29,9 @@ process can check), {"checksum": ..., "algorithm": ...} (the result's sum, whose
 value the driver knows: rank r sends r + 1 in every element), or the stats. This is how
 the `parallel` benchmark suite times a distributed step from the outside: a step costs
 the ranks' work plus one pipe round trip (tens of microseconds). A failure is printed
-as {"error": ...} and ends the job.
+as {"error": "rank R of N: Type: message", "kind": "Type"} by every rank it happens on
+(the job's ranks share stdout: the driver reads the first) and ends the job. The config's "device"
+places the ranks (`trainer.rank_device`).
 """
 
 from __future__ import annotations
@@ -134,8 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         serve(json.loads(argv[0]) if argv else {})
     except Exception as exc:  # every failure ends the whole job, said once per failing rank
-        if MPI.COMM_WORLD.Get_rank() == 0:
-            print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
+        world = MPI.COMM_WORLD  # any failing rank answers: the first answer ends the driver's wait
+        print(json.dumps({"error": f"rank {world.Get_rank()} of {world.Get_size()}: "
+                                   f"{type(exc).__name__}: {exc}",
+                          "kind": type(exc).__name__}), flush=True)
         print(traceback.format_exc(), file=sys.stderr, flush=True)
         MPI.COMM_WORLD.Abort(1)
     return 0

@@ -3,6 +3,7 @@
     mpiexec -n 2 hal train --steps 200                     # dp = 2 (the default: dp = ranks)
     mpiexec -n 2 python -m frontends.parallel.train --tp 2 --dtype float64 --out run.json
     mpiexec -n 2 hal train --pp 2 --microbatches 4          # two pipeline stages, 1F1B
+    mpiexec -n 2 hal train --device opencl:0                # each rank computes on PoCL
     python -m frontends.parallel.train --examples          # the two scripts side by side
 
 The options are the keys of `trainer.DEFAULTS`; every rank trains (`trainer.train`), rank 0
@@ -90,6 +91,10 @@ def _options(parser: argparse.ArgumentParser) -> None:
         help="microbatches per step with --pp (default: one per stage)")
     add("--schedule", choices=("1f1b", "gpipe"), default=d["schedule"],
         help="pipeline schedule (default 1f1b)")
+    add("--device", default=d["device"],
+        help="the device each rank computes on: NAME:INDEX, or a backend NAME alone for one "
+             "device per rank on the node (cuda: rank i on cuda:i); default hal's default "
+             "device (HAL_DEVICE); collectives are staged through host memory")
     add("--steps", type=int, default=d["steps"])
     add("--batch", type=int, default=d["batch"], help="windows per step, over all dp ranks")
     add("--seq", type=int, default=d["seq"], help="bytes per window")

@@ -40,11 +40,11 @@ DEFAULTS = {
     "overlap": False, "zero": 0,
     "bucket_mb": 25.0, "seed": 0, "dtype": "float32",
     "optimizer": "adamw", "eager": False, "debug": None, "timeout": None, "log_every": 20,
-    "sample": 120, "prompt": "The memory ",
+    "sample": 120, "prompt": "The memory ", "device": None,
 }
 """The keys of a `train` config; dp None means all ranks not used by tp and pp,
 microbatches None one per pipeline stage, debug None the Mesh's default (the check on,
-unless HAL_PARALLEL_DEBUG=0)."""
+unless HAL_PARALLEL_DEBUG=0), device None hal's default device (see `rank_device`)."""
 
 
 def check_same_on_every_rank(config: Mapping, comm) -> None:
@@ -141,6 +141,23 @@ def make_optimizer(c: Mapping) -> optim.Optimizer:
     return optim.AdamW(schedule) if c["optimizer"] == "adamw" else optim.SGD(schedule)
 
 
+def rank_device(spec: str | None, comm) -> hal.Device:
+    """The device this rank computes on: hal's default for None, the named device for
+    'backend:index', and for a backend name alone the device of this rank's place among the
+    ranks on its node, modulo the backend's devices (four ranks on a 4-GPU node: 'cuda' is
+    cuda:0..3). Collective over `comm` (the node's ranks are found by a split)."""
+    from mpi4py import MPI
+
+    if spec is None or ":" in spec:
+        return hal.device(spec)
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()
+    names = hal.backend(spec).devices()
+    if not names:
+        raise TrainConfigError(f"--device {spec}: the {spec} backend has no device here; "
+                               "`hal devices` lists the devices and says why")
+    return hal.device(names[local % len(names)])
+
+
 class Trainer:
     """One rank's training state for a config: the mesh (dp x pp x tp), the model
     (parallelized when tp > 1), the loss and its gradient (one `hal.jit` graph unless
@@ -162,8 +179,10 @@ class Trainer:
         self.dp, self.pp, self.tp = dp, pp, tp = c["dp"], c["pp"], c["tp"]
         self.mesh = Mesh((dp, pp, tp), ("dp", "pp", "tp"), comm, debug=c["debug"],
                          timeout=c["timeout"])
+        self.device = rank_device(c["device"], comm)
         single = LanguageModel(VOCAB, c["dim"], c["heads"], c["layers"], c["seq"],
-                               dtype=hal.dtype(c["dtype"]), seed=c["seed"])
+                               dtype=hal.dtype(c["dtype"]), device=self.device,
+                               seed=c["seed"])
         self.model = model = parallelize(single, self.mesh, "tp", sequence_parallel=c["sp"],
                                          partial_grads=True) if tp > 1 else single
         self.stage = pipeline(single, self.mesh, sequence_parallel=c["sp"]) if pp > 1 else None
@@ -192,7 +211,7 @@ class Trainer:
         """This rank's (ids, targets) for `steps` steps: its dp slice of the seeded windows."""
         c = self.config
         return batches(steps, c["batch"], c["seq"], c["seed"], part=self.mesh.coords["dp"],
-                       parts=self.dp)
+                       parts=self.dp, device=self.device)
 
     def step(self, ids: Tensor, targets: Tensor) -> float:
         """One training step on every rank; the loss before it (the mean over the batch)."""
@@ -272,7 +291,7 @@ def train(config: Mapping | None = None, *, comm=None,
     per_step = float(np.median(timed))
     result = {
         "ranks": trainer.dp * trainer.pp * trainer.tp, "dp": trainer.dp, "pp": trainer.pp,
-        "tp": trainer.tp, "config": c,
+        "tp": trainer.tp, "device": trainer.device.name, "config": c,
         "jit": not c["eager"], "losses": losses, "step_seconds": seconds,
         "seconds_per_step": per_step, "tokens_per_second": c["batch"] * c["seq"] / per_step,
         "communication_share": communicating / sum(timed) if len(seconds) > 1 else None,
@@ -287,8 +306,8 @@ def summary(result: Mapping) -> str:
     share = result["communication_share"]
     lines = [
         f"trained {len(result['losses'])} steps on {result['ranks']} rank(s) (dp {result['dp']}"
-        f" x pp {result.get('pp', 1)} x tp {result['tp']}): loss {result['losses'][0]:.4f} "
-        f"-> {result['losses'][-1]:.4f}",
+        f" x pp {result.get('pp', 1)} x tp {result['tp']}, rank 0 on {result['device']}): "
+        f"loss {result['losses'][0]:.4f} -> {result['losses'][-1]:.4f}",
         f"{result['tokens_per_second']:.0f} tokens/s, {result['seconds_per_step'] * 1e3:.1f} "
         f"ms/step (median)" + ("" if share is None else f", {share:.0%} of it in collectives"),
     ]

@@ -24,12 +24,12 @@ def job():
     use; all closed after this module)."""
     started = {}
 
-    def get(layout: str) -> mpi_job.MpiJob:
+    def get(layout: str, device: str = "cpu:0") -> mpi_job.MpiJob:
         try:
-            started[layout] = suite.ranks(layout)
+            started[layout, device] = suite.ranks(layout, device, "error")
         except hal.UnsupportedOp as e:
             pytest.skip(str(e))
-        return started[layout]
+        return started[layout, device]
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(suite, "MODEL", {**suite.MODEL, **TINY_MODEL})
@@ -106,6 +106,35 @@ def test_a_job_with_a_bad_config_raises_with_its_message(job):
     assert "--heads 3" in message and "--tp 2" in message
 
 
+@pytest.mark.mpi
+def test_the_ranks_compute_on_the_device_under_test(job):
+    if "opencl" not in hal.available_backends():
+        pytest.skip("no OpenCL device here (pip install -e '.[opencl]' brings PoCL)")
+    device = hal.device("opencl:0")
+    job("dp=2", device.name)
+    record = measure(_workload("lm_step", layout="dp=2"), "parallel", "float32", device,
+                     ONE_CALL)
+    assert record.status == "ok" and record.check.max_error <= 1e-12, record.error
+
+
+@pytest.mark.mpi
+def test_a_device_without_the_steps_kernels_is_a_skip_naming_the_op(job):
+    if "null" not in hal.available_backends():
+        pytest.skip("the null template backend is not registered here")
+    record = measure(_workload("lm_step", layout="dp=2"), "parallel", "float32",
+                     hal.device("null:0"), ONE_CALL)
+    assert record.status == "skipped" and "FallbackRefused" in record.error, record.error
+    assert "null:0" in record.error
+
+
+def test_rows_that_do_not_depend_on_the_device_are_measured_under_cpu_only():
+    if "null" not in hal.available_backends():
+        pytest.skip("the null template backend is not registered here")
+    record = measure(_workload("command_floor"), "parallel", "float32", hal.device("null:0"),
+                     ONE_CALL)
+    assert record.status == "skipped" and "measured under the cpu backend" in record.error
+
+
 def _workload(name: str, **params):
     (found,) = [w for w in suite.workloads() if w.name == name
                 and all(w.params.get(k) == v for k, v in params.items())]
@@ -143,7 +172,7 @@ def test_the_bubble_row_measures_each_stage_and_counts_its_messages(job, cpu):
         record = measure(_workload("pipeline_bubble", microbatches=4), "parallel", "float32",
                          cpu, ONE_CALL)
     finally:
-        suite.bubble_job(4).close()
+        suite.bubble_job(4, "cpu:0", "error").close()
     assert record.status == "ok" and record.check.passed, record.error
     facts = record.facts
     assert facts["formula"] == pytest.approx(1 / 5)
