@@ -198,3 +198,31 @@ def test_single_device_and_parallel_scripts_agree(run_ranks):
         assert len(printed["single"]) == 20
         np.testing.assert_allclose(printed["parallel"], printed["single"], rtol=1e-4)
         np.testing.assert_allclose(printed["manual"], printed["single"], rtol=1e-4)
+
+
+@pytest.mark.mpi
+def test_ranks_compute_on_the_named_device_and_match_one_cpu_rank(run_ranks):
+    if "opencl" not in hal.available_backends():
+        pytest.skip("no OpenCL device here (pip install -e '.[opencl]' brings PoCL)")
+    out = run_ranks(2, f'''
+        from frontends.parallel.trainer import rank_device, train
+        config = {{**{TINY!r}, "dtype": "float64", "steps": 3, "sample": 0}}
+        one = train({{**config, "device": "cpu:0"}}, comm=MPI.COMM_SELF, log=None)
+        many = train({{**config, "dp": 2, "device": "opencl:0"}}, log=None)
+        emit({{"one": one["losses"], "many": many["losses"], "device": many["device"],
+               "by_backend": rank_device("cpu", MPI.COMM_WORLD).name}})
+    ''', env=CPU)
+    for rank in out:
+        assert rank["device"] == "opencl:0" and rank["by_backend"] == "cpu:0"
+        np.testing.assert_allclose(rank["many"], rank["one"], rtol=1e-10)
+
+
+def test_a_device_that_is_not_here_is_refused_with_the_reason():
+    from mpi4py import MPI
+
+    from frontends.parallel.trainer import rank_device
+
+    with pytest.raises(hal.HalError, match="nosuch"):
+        rank_device("nosuch:0", MPI.COMM_SELF)
+    with pytest.raises(hal.HalError, match="nosuch"):
+        rank_device("nosuch", MPI.COMM_SELF)
