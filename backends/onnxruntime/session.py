@@ -63,14 +63,15 @@ class LRU:
         return len(self._entries)
 
 
-def session_options(threads: int, *, spinning: bool = True) -> ort.SessionOptions:
-    """Options of a session: `threads` intra-op threads (1: no pool) that spin between
-    runs unless `spinning` is False, all graph optimisations, only fatal errors logged
-    (the others are raised)."""
+def session_options(threads: int) -> ort.SessionOptions:
+    """Options of a hal session: `threads` intra-op threads (1: no pool) that, like the
+    inter-op ones, do not spin between runs (on shared cores a spinning pool takes the time
+    of the work around the call), all graph optimisations, only fatal errors logged (the
+    others are raised)."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
-    if not spinning:
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 4
     options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
@@ -89,12 +90,11 @@ class Program:
     """One InferenceSession of an exported hal graph, run on device-native arrays: `run`
     is `run_session(program, natives)` (a device's), else a plain run on host arrays."""
 
-    def __init__(self, graph: Graph, providers: list[str], run_session=None, *,
-                 spinning: bool = True):
+    def __init__(self, graph: Graph, providers: list[str], run_session=None):
         self.model = rounding.export(graph)  # UnsupportedOp for what ONNX lacks
         self.threads = threads_for(graph)
         self.session = ort.InferenceSession(self.model.SerializeToString(),
-                                            session_options(self.threads, spinning=spinning),
+                                            session_options(self.threads),
                                             providers=providers)
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.outputs = [o.name for o in self.session.get_outputs()]
@@ -171,13 +171,13 @@ def compile_graph(graph: Graph, device):
     return session
 
 
-def session_executable(graph: Graph, device, providers: list[str], run_session=None, *,
-                       spinning: bool = True) -> SessionExecutable | str:
+def session_executable(graph: Graph, device, providers: list[str],
+                       run_session=None) -> SessionExecutable | str:
     """The graph's session executable on device (a `Program` of these arguments), or why it
     has none: a string when ONNX cannot express a node or ONNX Runtime lacks a kernel, a
     PluginWarning beside it for any other failure to build the session."""
     try:
-        program = Program(graph, providers, run_session, spinning=spinning)
+        program = Program(graph, providers, run_session)
         return SessionExecutable(graph, device, program)
     except hal.UnsupportedOp as e:
         return str(e)

@@ -75,7 +75,10 @@ def test_a_convolution_graph_runs_as_one_session(cpu):
     with hal.placement() as placed:
         _check(f(x), _reference(X))
     assert placed.to_dict()["ops"]["conv"] == {"cpu:0:CPUExecutionProvider": 1}
-    assert f.compiled(x).program.session.get_session_options().intra_op_num_threads == 1
+    options = f.compiled(x).program.session.get_session_options()
+    assert options.intra_op_num_threads == 1
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
 
 
 def test_a_node_outside_the_allowlist_keeps_the_per_node_path(cpu):
