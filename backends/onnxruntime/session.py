@@ -112,7 +112,10 @@ class Program:
         self.session.run_with_iobinding(binding)
 
     def nodes(self) -> Counter:
-        """'EP:OpType' -> nodes, as the session runs them (after its own fusions)."""
+        """'EP:OpType' -> nodes as ONNX Runtime assigns them to its EPs: after its basic
+        optimisations (constants folded, batch norms into convolutions), before the extended
+        and layout ones (on the CPU EP, activations and residual adds fused into the
+        convolutions), which the session also runs."""
         return Counter(f"{sub.ep_name}:{node.op_type}"
                        for sub in self.session.get_provider_graph_assignment_info()
                        for node in sub.get_nodes())
@@ -197,9 +200,10 @@ def _first_line(e: Exception) -> str:
 
 class SessionExecutable:
     """A hal graph run as one ONNX Runtime session: called with the graph's input Tensors it
-    returns its output Tensors. `counts()` gives the nodes as the session runs them, per EP
-    and ONNX op type; `hal.placement()` records each hal node as run by the session's EPs
-    (e.g. `onnxruntime:0:CPUExecutionProvider`); `source` is the ONNX model as text."""
+    returns its output Tensors. `counts()` gives the nodes as assigned to the session's EPs,
+    per EP and ONNX op type (before ONNX Runtime's extended fusions: `Program.nodes`);
+    `hal.placement()` records each hal node as run by the session's EPs (e.g.
+    `onnxruntime:0:CPUExecutionProvider`); `source` is the ONNX model as text."""
 
     def __init__(self, graph: Graph, device, program: Program):
         self.graph, self.device, self.program = graph, device, program
@@ -230,7 +234,7 @@ class SessionExecutable:
         return [wrap(native, device) for native in natives]
 
     def counts(self) -> Counter:
-        """'EP:OpType' -> nodes, as the session runs them (after ONNX Runtime's fusions)."""
+        """'EP:OpType' -> nodes as assigned to the session's EPs (`Program.nodes`)."""
         return Counter(self._nodes)
 
 
