@@ -94,7 +94,7 @@ def _one_node(op: str, inputs: list, refs: tuple, constants: list, params: tuple
     largest = max(math.prod(shape) for shape, _ in [*inputs, (out_shape, out_dtype)])
     threads = hal.settings.threads if largest >= PARALLEL_ELEMENTS else 1
     return ort.InferenceSession(hal.onnx.to_onnx(graph).SerializeToString(),
-                                session_options(threads, spinning=False),
+                                session_options(threads),
                                 providers=["CPUExecutionProvider"])
 
 

@@ -71,7 +71,7 @@ def compile(graph: Graph, device: hal.Device):
     if runs_whole(graph) and has_onnxruntime():
         from .onnxruntime.session import session_executable
 
-        made = session_executable(graph, device, PROVIDERS, spinning=False)
+        made = session_executable(graph, device, PROVIDERS)
         if not isinstance(made, str):
             return made
     if not any(n.op in cpu_conv.WEIGHTED for n in graph.nodes):

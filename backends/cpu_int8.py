@@ -37,6 +37,8 @@ def _session(a_dtype: np.dtype, b_dtype: np.dtype, a_rank: int, b_rank: int, thr
     import onnxruntime as ort
     from onnx import helper
 
+    from .onnxruntime.session import session_options
+
     def value(name, dtype, rank, prefix):
         return helper.make_tensor_value_info(name, _ONNX_TYPES[dtype],
                                              [f"{prefix}{i}" for i in range(rank)])
@@ -49,12 +51,7 @@ def _session(a_dtype: np.dtype, b_dtype: np.dtype, a_rank: int, b_rank: int, thr
         [helper.make_tensor_value_info("Y", onnx.TensorProto.INT32, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8  # what every supported onnxruntime accepts
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    # idle pool threads would spin through the numpy ops between products on the same cores
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(model.SerializeToString(), options,
+    return ort.InferenceSession(model.SerializeToString(), session_options(threads),
                                 providers=["CPUExecutionProvider"])
 
 

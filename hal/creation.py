@@ -17,15 +17,16 @@ from .tensor import Tensor, tensor_argument
 def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Tensor:
     """A tensor from a Tensor, numpy array, DLPack object, nested sequence or scalar.
 
-    Python floats default to float64 and ints to int64 (numpy's rules); on the host device
-    a numpy array is shared, not copied, unless copy=True.
+    Python floats default to float64 and ints to int64 (numpy's rules). copy=True always
+    copies (on the same device unless device is given); copy=None copies only where needed
+    (another dtype or device; a host device shares a numpy array); copy=False never copies
+    and raises ArgumentError where a copy is needed.
     """
+    copy = copy if copy is None else arguments.flag("asarray", "copy", copy)
     target = resolve_device(device) if device is not None else None
     if isinstance(obj, Tensor):
-        out = obj if target is None else obj.to(target)
-        if dtype is not None:
-            out = astype(out, dtype)
-        return out
+        return _from_tensor(obj, dt.dtype(dtype) if dtype is not None else obj.dtype,
+                            target or obj.device, copy)
     try:
         host = np.array(obj, dtype=dt.dtype(dtype) if dtype is not None else None,
                         copy=True if copy else None)
@@ -33,7 +34,32 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Ten
         raise HalError(f"asarray: cannot make a tensor of {type(obj).__name__}: {e}") from None
     if dtype is None and host.dtype not in dt.ALL:
         host = host.astype(_nearest(host))
-    return Tensor.from_host(host, target or resolve_device(None))
+    out = Tensor.from_host(host, target or resolve_device(None))
+    if copy is False and not (isinstance(out.native, np.ndarray)
+                              and np.may_share_memory(out.native, obj)):
+        raise _needs_copy(f"a {type(obj).__name__} of shape {host.shape}", out.dtype,
+                          out.device)
+    return out
+
+
+def _from_tensor(x: Tensor, dtype: np.dtype, target, copy: bool | None) -> Tensor:
+    """asarray of a Tensor: x itself, a copy, or x converted to dtype on target."""
+    if dtype == x.dtype and target is x.device:
+        return _copy(x) if copy else x
+    if copy is False:
+        raise _needs_copy(f"the {x.dtype} tensor {x.shape} on {x.device.name}", dtype, target)
+    return astype(x.to(target), dtype)
+
+
+def _copy(x: Tensor) -> Tensor:
+    """A new tensor with x's values on x's device."""
+    return Tensor.from_host(np.array(x.numpy()), x.device)
+
+
+def _needs_copy(what: str, dtype: np.dtype, device) -> ArgumentError:
+    return ArgumentError(
+        f"asarray: copy=False, but {what} cannot be shared as a {dtype} tensor on "
+        f"{device.name}: it needs a copy; pass copy=None to copy only where needed")
 
 
 def _nearest(host: np.ndarray) -> np.dtype:
@@ -66,7 +92,7 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Tensor:
             f"{target.name} ({type(e).__name__}: {e}); pass an object with __dlpack__ of a "
             "DLPack dtype, or use hal.asarray") from None
     out = Tensor.wrap(native, target)
-    return Tensor.from_host(np.array(out.numpy()), target) if copy else out
+    return _copy(out) if copy else out
 
 
 def full(shape, fill_value, *, dtype=None, device=None) -> Tensor:

@@ -63,14 +63,15 @@ class LRU:
         return len(self._entries)
 
 
-def session_options(threads: int, *, spinning: bool = True) -> ort.SessionOptions:
-    """Options of a session: `threads` intra-op threads (1: no pool) that spin between
-    runs unless `spinning` is False, all graph optimisations, only fatal errors logged
-    (the others are raised)."""
+def session_options(threads: int) -> ort.SessionOptions:
+    """Options of a hal session: `threads` intra-op threads (1: no pool) that, like the
+    inter-op ones, do not spin between runs (on shared cores a spinning pool takes the time
+    of the work around the call), all graph optimisations, only fatal errors logged (the
+    others are raised)."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
-    if not spinning:
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 4
     options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
@@ -89,12 +90,11 @@ class Program:
     """One InferenceSession of an exported hal graph, run on device-native arrays: `run`
     is `run_session(program, natives)` (a device's), else a plain run on host arrays."""
 
-    def __init__(self, graph: Graph, providers: list[str], run_session=None, *,
-                 spinning: bool = True):
+    def __init__(self, graph: Graph, providers: list[str], run_session=None):
         self.model = rounding.export(graph)  # UnsupportedOp for what ONNX lacks
         self.threads = threads_for(graph)
         self.session = ort.InferenceSession(self.model.SerializeToString(),
-                                            session_options(self.threads, spinning=spinning),
+                                            session_options(self.threads),
                                             providers=providers)
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.outputs = [o.name for o in self.session.get_outputs()]
@@ -112,7 +112,10 @@ class Program:
         self.session.run_with_iobinding(binding)
 
     def nodes(self) -> Counter:
-        """'EP:OpType' -> nodes, as the session runs them (after its own fusions)."""
+        """'EP:OpType' -> nodes as ONNX Runtime assigns them to its EPs: after its basic
+        optimisations (constants folded, batch norms into convolutions), before the extended
+        and layout ones (on the CPU EP, activations and residual adds fused into the
+        convolutions), which the session also runs."""
         return Counter(f"{sub.ep_name}:{node.op_type}"
                        for sub in self.session.get_provider_graph_assignment_info()
                        for node in sub.get_nodes())
@@ -171,13 +174,13 @@ def compile_graph(graph: Graph, device):
     return session
 
 
-def session_executable(graph: Graph, device, providers: list[str], run_session=None, *,
-                       spinning: bool = True) -> SessionExecutable | str:
+def session_executable(graph: Graph, device, providers: list[str],
+                       run_session=None) -> SessionExecutable | str:
     """The graph's session executable on device (a `Program` of these arguments), or why it
     has none: a string when ONNX cannot express a node or ONNX Runtime lacks a kernel, a
     PluginWarning beside it for any other failure to build the session."""
     try:
-        program = Program(graph, providers, run_session, spinning=spinning)
+        program = Program(graph, providers, run_session)
         return SessionExecutable(graph, device, program)
     except hal.UnsupportedOp as e:
         return str(e)
@@ -197,9 +200,10 @@ def _first_line(e: Exception) -> str:
 
 class SessionExecutable:
     """A hal graph run as one ONNX Runtime session: called with the graph's input Tensors it
-    returns its output Tensors. `counts()` gives the nodes as the session runs them, per EP
-    and ONNX op type; `hal.placement()` records each hal node as run by the session's EPs
-    (e.g. `onnxruntime:0:CPUExecutionProvider`); `source` is the ONNX model as text."""
+    returns its output Tensors. `counts()` gives the nodes as assigned to the session's EPs,
+    per EP and ONNX op type (before ONNX Runtime's extended fusions: `Program.nodes`);
+    `hal.placement()` records each hal node as run by the session's EPs (e.g.
+    `onnxruntime:0:CPUExecutionProvider`); `source` is the ONNX model as text."""
 
     def __init__(self, graph: Graph, device, program: Program):
         self.graph, self.device, self.program = graph, device, program
@@ -230,7 +234,7 @@ class SessionExecutable:
         return [wrap(native, device) for native in natives]
 
     def counts(self) -> Counter:
-        """'EP:OpType' -> nodes, as the session runs them (after ONNX Runtime's fusions)."""
+        """'EP:OpType' -> nodes as assigned to the session's EPs (`Program.nodes`)."""
         return Counter(self._nodes)
 
 

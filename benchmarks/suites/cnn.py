@@ -7,11 +7,12 @@ and a small CNN trained on scikit-learn's digits, in FP32 and INT8, with its acc
   same weights), batch norm in eval mode, the forward through `hal.jit`. Items are images,
   so `items_per_s` is images/s. Sizes (`SIZES`, in each row's params): batch 1 at 224x224
   (MLPerf's single-stream: one query per call, latency percentiles) on cpu, onnxruntime,
-  tvm and cuda (a call takes ~30 s on opencl with PoCL here); batch 32 at 112x112
-  (offline; a 224x224 batch of 32 takes ~14 s a call on the cpu backend here, and a
+  tvm and cuda (a call took 9-34 s on opencl with PoCL); batch 32 at 112x112 (offline; a
+  224x224 batch of 32 took 2.6-2.8 s a call on the cpu backend, 1.0 s at 112x112, and a
   measurement is a dozen calls) on cpu, onnxruntime and cuda; batch 256 at 224x224 on
-  cuda only. Elsewhere a row is skipped with that reason. `--quick` runs (the main job's)
-  leave the batch-32 rows out, saying so.
+  cuda only (times measured 2026-12-06 on 2 cores shared with other work, HAL_THREADS=2,
+  load average 4 to 7.5). Elsewhere a row is skipped with that reason. `--quick` runs (the
+  main job's) leave the batch-32 rows out, saying so.
 - `resnet50[ort]`: the peer, ONNX Runtime on the graph hal exports (`hal.onnx.export`,
   once per process and shape), on the device under test (`benchmarks.ort_peer`: its CPU
   provider on the host CPU).
@@ -21,7 +22,7 @@ and a small CNN trained on scikit-learn's digits, in FP32 and INT8, with its acc
 
 - `digits_cnn[fp32]`, `digits_cnn[int8]` on every backend: `frontends.nn.digits.DigitsCNN`
   trained once per process on the cpu backend (AdamW, `frontends.nn.digits.DEFAULT_CONFIG`,
-  seeded; half a minute here) on 80% of scikit-learn's `load_digits`, then run on the
+  seeded; 4 s at load average 3.8) on 80% of scikit-learn's `load_digits`, then run on the
   device under test over the 359 held-out images in one batch (offline); INT8 is every
   layer in int8 with activations quantized per call (`quant_post_dynamic` for the Linear
   head, `quant_post_dynamic_conv` for the convolutions: im2col through quantized_linear).
@@ -52,7 +53,7 @@ WEIGHTS = "random (seed 0), not trained"
 # (batch, image side, the backends that measure it)
 SIZES = ((1, 224, ("cpu", "onnxruntime", "tvm", "cuda")),
          (32, 112, ("cpu", "onnxruntime", "cuda")), (256, 224, ("cuda",)))
-WHY_NOT = {1: "it is timed where a call takes about a second (opencl with PoCL takes ~30 s "
+WHY_NOT = {1: "it is timed where a call takes about a second (opencl with PoCL took 9-34 s "
                "a call here, a measurement a dozen calls)",
            32: "a batch of 32 takes seconds a call where the convolutions are not a "
                "vendor library's (a measurement is a dozen calls)",

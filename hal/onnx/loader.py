@@ -180,10 +180,11 @@ class _Import:
     def __init__(self, model: Model, device):
         self.model, self.device = model, device
         self.uploaded: dict[int, tuple[np.ndarray, Tensor]] = {}
+        self.values: dict[str, object] = {}
 
     def run(self, specs) -> Graph:
         recorder = Trace()
-        values: dict[str, object] = dict(self.model.initializers)
+        values = self.values = dict(self.model.initializers)
         for (name, _, _), (shape, dtype) in zip(self.model.inputs, specs):
             values[name] = recorder.input(shape, dtype, self.device)
         for node in self.model.proto.graph.node:
@@ -209,6 +210,13 @@ class _Import:
         for name, value in zip(node.output, results):
             if name:
                 values[name] = value.numpy() if known and isinstance(value, Tensor) else value
+
+    def made_by(self, name: str) -> tuple[str | None, list]:
+        """The op type of the node that computed value `name` and its operands' values
+        (None and [] for a model input or initializer)."""
+        node = next((n for n in self.model.proto.graph.node if name in n.output), None)
+        return (None, []) if node is None else \
+            (node.op_type, [self.values[i] if i else None for i in node.input])
 
     def tensor(self, value) -> Tensor:
         """value as a Tensor on the device (a numpy array uploaded once)."""
@@ -519,6 +527,43 @@ def _split(c, x, split=None):
 def _gather(c, data, indices):
     data = c.tensor(data)
     return F.take(data, c.tensor(indices), axis=c.attr("axis", 0) % max(data.ndim, 1))
+
+
+@_handles("ScatterND")
+def _scatter_nd(c, data, indices, updates):
+    """A block write (hal.dynamic_update_slice), the ScatterND hal's exporter writes: indices
+    (*block, k) holding start + each position of the block, known now or Add(grid, start)."""
+    data, updates = c.tensor(data), c.tensor(updates)
+    block, k = tuple(indices.shape[:-1]), indices.shape[-1]
+    if 0 in block:
+        return data  # nothing is written
+    reduction = c.attr("reduction", "none")
+    start = _block_start(c, indices, block, data.shape[:k]) \
+        if reduction == "none" and len(block) == k else None
+    if start is None:
+        raise UnsupportedOp(
+            f"ScatterND with reduction {reduction!r} and indices of shape {indices.shape} into "
+            f"data of shape {data.shape} is not a block write; hal has no general scatter and "
+            "imports ScatterND as hal.dynamic_update_slice only: reduction 'none', indices of "
+            "shape (*block, k) with k block axes, each row start + its position in the block "
+            "(known when the graph is built, or computed as Add(grid, start) as hal.onnx.export "
+            "writes them)")
+    zeros = np.zeros(data.ndim - k, np.int64)
+    return F.dynamic_update_slice(data, updates, F.concat([c.tensor(start), c.tensor(zeros)]))
+
+
+def _block_start(c, indices, block: tuple, dims: tuple):
+    """The start of a ScatterND's indices when they cover a block inside dims, else None."""
+    grid = np.moveaxis(np.indices(block), 0, -1)
+    if isinstance(indices, Tracer):  # hal.onnx.export's Add(grid, clamped start)
+        op, operands = c.home.made_by(c.node.input[1])
+        pairs = (operands, operands[::-1]) if op == "Add" else ()
+        return next((start for g, start in pairs if isinstance(g, np.ndarray)
+                     and np.array_equal(g, grid) and tuple(start.shape) == (len(dims),)), None)
+    indices = np.where(indices < 0, indices + dims, indices)  # ONNX's negative indices
+    start = indices[(0,) * len(block)]
+    inside = (start >= 0).all() and (start + block <= dims).all()
+    return start if inside and np.array_equal(indices, start + grid) else None
 
 
 @_handles("Pad")

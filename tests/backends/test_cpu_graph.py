@@ -75,7 +75,27 @@ def test_a_convolution_graph_runs_as_one_session(cpu):
     with hal.placement() as placed:
         _check(f(x), _reference(X))
     assert placed.to_dict()["ops"]["conv"] == {"cpu:0:CPUExecutionProvider": 1}
-    assert f.compiled(x).program.session.get_session_options().intra_op_num_threads == 1
+    options = f.compiled(x).program.session.get_session_options()
+    assert options.intra_op_num_threads == 1
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
+
+
+def test_the_session_runs_the_relu_inside_the_convolution(cpu, tmp_path):
+    """counts() shows the nodes as assigned to the EP (Conv, Relu); the session goes on to
+    ORT_ENABLE_ALL's fusions, after which no Relu (nor batch norm) runs on its own."""
+    import onnx
+    import onnxruntime as ort
+
+    program = _cnn(cpu).compiled(hal.asarray(X, device=cpu)).program
+    options = program.session.get_session_options()
+    assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(program.model.SerializeToString(), options,
+                         providers=cpu_graph.PROVIDERS)
+    ran = {n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node}
+    assert program.nodes()["CPUExecutionProvider:Relu"] == 1
+    assert "Relu" not in ran and "BatchNormalization" not in ran, ran
 
 
 def test_a_node_outside_the_allowlist_keeps_the_per_node_path(cpu):

@@ -193,6 +193,29 @@ def test_large_sessions_get_a_thread_pool_and_other_sessions_still_work(dev):
     np.testing.assert_array_equal(out[0], big.numpy() * 2)
 
 
+SPINNING = ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning")
+
+
+def _spinning(session) -> list[str]:
+    options = session.get_session_options()
+    return [options.get_session_config_entry(key) for key in SPINNING]
+
+
+def test_sessions_do_not_spin_between_runs_but_the_ort_peers_do(dev, tmp_path):
+    from frontends.quant import peers
+
+    x = _on(dev, np.ones((300, 300), np.float32))
+    for v in (x, _on(dev, _F32)):  # with a thread pool and without
+        assert _spinning(hal.jit(lambda v: hal.exp(v) * 2).compiled(v).program.session) == \
+            ["0", "0"]
+    path = tmp_path / "twice.onnx"
+    path.write_bytes(hal.onnx.to_onnx(hal.jit(lambda v: v * 2).graph(x)).SerializeToString())
+    options = peers.ort_session(path).get_session_options()  # ONNX Runtime as users get it
+    for key in SPINNING:
+        with pytest.raises(RuntimeError, match="does not have configuration"):
+            options.get_session_config_entry(key)
+
+
 def test_bfloat16_passes_in_and_out_of_a_session(dev):
     x = _F32.astype(hal.bfloat16)
     jitted = hal.jit(lambda v: hal.reshape(hal.astype(v, hal.float32) * 2, (4, 3)))

@@ -118,3 +118,50 @@ def test_ends_beyond_int64_are_numbers_not_objects(cpu):
     np.testing.assert_array_equal(hal.linspace(-(2**70), 5, 3).numpy(),
                                   np.linspace(-(2.0**70), 5, 3))
     assert hal.arange(2**70, 1).shape == (0,)
+
+
+def test_asarray_copy_true_always_copies_on_the_same_device(cpu, null):
+    source = np.arange(6.0).reshape(2, 3)
+    for x in (hal.asarray(source), hal.asarray(source, device=null)):
+        copied = hal.asarray(x, copy=True)
+        assert copied is not x and copied.device is x.device
+        assert copied.native is not x.native
+        np.testing.assert_array_equal(copied.numpy(), source)
+    shared, copied = hal.asarray(source), hal.asarray(hal.asarray(source), copy=True)
+    source[0, 0] = -1.0  # a write to the numpy array shows through the shared tensor only
+    assert shared.numpy()[0, 0] == -1.0 and copied.numpy()[0, 0] == 0.0
+    moved = hal.asarray(hal.asarray(source, device=null), copy=True, device=cpu,
+                        dtype=hal.float32)
+    assert moved.device is cpu and moved.dtype == hal.float32
+    np.testing.assert_array_equal(moved.numpy(), source.astype(np.float32))
+
+
+def test_asarray_copy_none_copies_only_where_needed(cpu, null):
+    source = np.arange(4, dtype=np.float32)
+    x = hal.asarray(source)
+    assert np.shares_memory(x.numpy(), source)
+    assert hal.asarray(x) is x and hal.asarray(x, copy=False) is x
+    assert hal.asarray(x, dtype=hal.float32, device=cpu) is x
+    assert np.shares_memory(hal.asarray(source, copy=False).numpy(), source)
+    np.testing.assert_array_equal(hal.asarray(x, dtype=hal.float64).numpy(),
+                                  source.astype(np.float64))
+    assert hal.asarray(x, device=null).device is null
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    (lambda x, a: hal.asarray(x, copy=False, dtype=hal.float64),
+     "the float32 tensor (4,) on cpu:0 cannot be shared as a float64 tensor on cpu:0"),
+    (lambda x, a: hal.asarray(x, copy=False, device="null"),
+     "the float32 tensor (4,) on cpu:0 cannot be shared as a float32 tensor on null:0"),
+    (lambda x, a: hal.asarray(a, copy=False, dtype=hal.int32),
+     "a ndarray of shape (4,) cannot be shared as a int32 tensor on cpu:0"),
+    (lambda x, a: hal.asarray(a, copy=False, device="null"),
+     "a ndarray of shape (4,) cannot be shared as a float32 tensor on null:0"),
+    (lambda x, a: hal.asarray([1.0, 2.0], copy=False), "a list of shape (2,)"),
+    (lambda x, a: hal.asarray(x, copy=1), "asarray: copy must be True or False, got 1"),
+], ids=["dtype", "device", "numpy dtype", "numpy device", "list", "flag"])
+def test_asarray_copy_false_refuses_a_needed_copy(cpu, make, words):
+    a = np.arange(4, dtype=np.float32)
+    with pytest.raises(hal.ArgumentError) as caught:
+        make(hal.asarray(a), a)
+    assert words in str(caught.value)

@@ -231,8 +231,7 @@ def test_export_then_load_runs_on_hal_as_eager(case):
         _assert_close(g.numpy(), w, f"{case} output {k}")
 
 
-def test_dynamic_update_slice_exports_as_scatternd_at_the_clamped_starts():
-    """ScatterND has no import (the op set has no general scatter): export only."""
+def test_dynamic_update_slice_exports_as_scatternd_and_imports_back():
     def fn(c, k, p):
         start = hal.pad(p, ((2, 1),))
         return (hal.dynamic_update_slice(c, k, start),
@@ -245,8 +244,37 @@ def test_dynamic_update_slice_exports_as_scatternd_at_the_clamped_starts():
     model = hal.onnx.export(fn, *tensors)
     assert {n.op_type for n in model.graph.node} >= {"ScatterND"}
     got = _ort_run(model, {f"input_{i}": v for i, v in enumerate(args)})
-    for k, (g, w) in enumerate(zip(got, [t.numpy() for t in fn(*tensors)], strict=True)):
-        np.testing.assert_array_equal(g, w, err_msg=f"output {k}")
+    loaded = hal.onnx.load(model)
+    for p in (4, 0, 9):  # the start is an input: one graph for every position
+        tensors[2] = hal.asarray(np.array([p], np.int64))
+        want = [t.numpy() for t in fn(*tensors)]
+        assert {n.op for n in loaded.graph(*tensors).nodes} >= {"dynamic_update_slice"}
+        for k, (g, w) in enumerate(zip(loaded(*tensors), want, strict=True)):
+            np.testing.assert_array_equal(g.numpy(), w, err_msg=f"start {p}, output {k}")
+    for k, (g, w) in enumerate(zip(got, [t.numpy() for t in fn(*_tensors(args))], strict=True)):
+        np.testing.assert_array_equal(g, w, err_msg=f"onnxruntime, output {k}")
+
+
+@pytest.mark.parametrize(("indices", "attrs", "words"), [
+    ([[0, 0], [2, 1]], {}, "indices of shape (2, 2) into data of shape (3, 4)"),
+    ([[0], [2]], {}, "is not a block write"),
+    ([[1], [2]], {"reduction": "add"}, "reduction 'add'"),
+    ([[2], [3]], {}, "is not a block write"),  # past the end of data
+], ids=["not a block", "not consecutive", "reduction", "outside"])
+def test_scatternd_other_than_a_block_write_is_refused(indices, attrs, words):
+    indices = np.array(indices, np.int64)
+    updates = _f32(2, *(4,) * (2 - indices.shape[-1]))
+    node = helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="scatter", **attrs)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])],
+        [numpy_helper.from_array(indices, "i"), numpy_helper.from_array(updates, "u")])
+    opsets = [helper.make_opsetid("", 18)]
+    model = hal.onnx.load(helper.make_model(graph, opset_imports=opsets,
+                                            ir_version=helper.find_min_ir_version_for(opsets)))
+    with pytest.raises(hal.UnsupportedOp, match="node 'scatter' \\(ScatterND\\)") as caught:
+        model(hal.asarray(_f32(3, 4)))
+    assert words in str(caught.value) and "hal.dynamic_update_slice" in str(caught.value)
 
 
 def test_export_then_load_on_opencl():
@@ -481,6 +509,10 @@ ONNX_NODES = {
     "Split sizes": ("Split", {"x": _f32(5, 2)}, {"split": _i64(1, 4)}, {}, 2, 17),
     "Slice negative": ("Slice", {"x": _f32(4, 6)}, {"starts": _i64(-1, 5), "ends": _i64(
         -(2 ** 63), -100), "axes": _i64(0, -1), "steps": _i64(-2, -2)}, {}, 1, 17),
+    "ScatterND block": ("ScatterND", {"x": _f32(3, 4, 2)}, {
+        "i": np.moveaxis(np.indices((2, 3)), 0, -1) + _i64(1, 1), "u": _f32(2, 3, 2)}, {}, 1, 16),
+    "ScatterND negative": ("ScatterND", {"x": _f32(3, 4)}, {"i": _i64(-1).reshape(1, 1),
+                                                            "u": _f32(1, 4)}, {}, 1, 11),
     "Pad crop": ("Pad", {"x": _f32(3, 4)}, {"pads": _i64(1, -1, -2, 2),
                                             "value": np.float32(9)}, {}, 1, 17),
     "TopK": ("TopK", {"x": np.float32([[3, 1, 3, 1, 2]])}, {"k": _i64(3)}, {"largest": 1},
