@@ -139,7 +139,7 @@ with Trainer(config) as trainer:
           "expected": {k: STEPS * n for k, n in p2p_per_step(
               c["pp"], coords["pp"], c["microbatches"]).items()}})
 '''
-ENV = {"HAL_DEVICE": "cpu"}
+ENV = {"HAL_DEVICE": "cpu", "HAL_THREADS": "1"}  # one BLAS thread a rank: 2 cores, up to 4 ranks
 
 
 def _train(run_ranks, config: dict, steps: int = 3):
@@ -377,6 +377,19 @@ def test_overlapped_buckets_train_as_one_process(run_ranks, layout, zero):
     dp, _, tp = layout
     out = _train(run_ranks, {"dp": dp, "tp": tp, "sp": tp > 1, "overlap": True,
                              "bucket_mb": 0.001, "zero": zero})
+    for rank in out:
+        for split, single in rank["losses"]:
+            assert split == pytest.approx(single, rel=1e-10)
+        assert rank["worst"] < 1e-10
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("overlap", [False, True], ids=["after-backward", "overlap"])
+def test_dp2_tp2_sp_zero1_trains_as_one_process(run_ranks, overlap):
+    """Four ranks, every dimension but pp: sequence-parallel tp=2 inside, ZeRO-1 over dp=2
+    (AdamW on each rank's shard), the buckets issued after or during the backward pass."""
+    out = _train(run_ranks, {"dp": 2, "tp": 2, "sp": True, "zero": 1, "overlap": overlap,
+                             "bucket_mb": 0.001})
     for rank in out:
         for split, single in rank["losses"]:
             assert split == pytest.approx(single, rel=1e-10)
