@@ -8,12 +8,15 @@ the device has no kernel for become their traced decomposition, so their parts c
 parameters), `eliminate_dead` (nodes no output needs) and `fuse` (groups of elementwise
 nodes, optionally feeding one reduction, become one `FUSED` node whose body a backend
 compiles as one kernel). Buffer reuse by liveness is the executable's (executable.py).
+`split` cuts a graph in two run one after the other (a forward pass, then a backward
+pass that needs a cotangent given later).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -23,7 +26,7 @@ from ..creation import asarray
 from ..dispatch import EAGER, decomposition_of, interpret
 from ..ops.collectives import P2P
 from ..runtime import dtypes as dt
-from ..runtime.errors import PluginWarning
+from ..runtime.errors import HalError, PluginWarning
 from .graph import ELEMENTWISE, FUSED, REDUCTIONS, Graph, Node
 from .trace import Trace
 
@@ -69,6 +72,53 @@ class _Rebuild:
         """The rebuilt graph (outputs remapped)."""
         return Graph(list(self.old.inputs), self.nodes, self.constants,
                      [self._remap(r) for r in self.old.outputs])
+
+
+# -- splitting -----------------------------------------------------------------------------------
+def split(graph: Graph, later: Collection[int], first_outputs: Sequence[int],
+          ) -> tuple[Graph, Graph]:
+    """The graph as two that run one after the other, `first` before the inputs `later`
+    exist: `first`, over the other inputs, runs every node that does not depend on those
+    and returns the outputs `first_outputs`, then the residuals (the values of its nodes
+    and inputs that `second` reads); `second`, over the residuals and then the `later`
+    inputs, runs the other nodes and returns the other outputs. Between them a caller
+    holds only the residuals (the forward's activations a backward pass reads). HalError
+    for a first output that depends on a later input."""
+    late_inputs = sorted(set(later))
+    late = {("input", i) for i in late_inputs}
+    for k, node in enumerate(graph.nodes):
+        if any(r in late for r in node.inputs):
+            late.add(("node", k))
+    firsts = [graph.outputs[k] for k in first_outputs]
+    for k, r in zip(first_outputs, firsts):
+        if r in late:
+            raise HalError(f"split: output {k} depends on the later inputs {late_inputs}, so "
+                           "the first graph cannot return it; return it from the second")
+    rest = [r for k, r in enumerate(graph.outputs) if k not in set(first_outputs)]
+    read = [r for k, node in enumerate(graph.nodes) if ("node", k) in late for r in node.inputs]
+    residuals = list(dict.fromkeys(r for r in read + rest
+                                   if r is not None and r[0] != "const" and r not in late))
+    early = [("input", i) for i in range(len(graph.inputs)) if ("input", i) not in late]
+    return (_part(graph, early, lambda k: ("node", k) not in late, firsts + residuals),
+            _part(graph, residuals + [("input", i) for i in late_inputs],
+                  lambda k: ("node", k) in late, rest))
+
+
+def _part(graph: Graph, inputs: list[tuple], keep, outputs: list[tuple]) -> Graph:
+    """A graph over the values `inputs` (refs of `graph`, in order) that runs the nodes
+    `keep(k)` selects and returns the values `outputs` (refs of `graph`)."""
+    new = {r: ("input", j) for j, r in enumerate(inputs)}
+
+    def remap(r):
+        return r if r is None or r[0] == "const" else new[r]
+
+    nodes = []
+    for k, node in enumerate(graph.nodes):
+        if keep(k):
+            nodes.append(replace(node, inputs=tuple(remap(r) for r in node.inputs)))
+            new[("node", k)] = ("node", len(nodes) - 1)
+    return Graph([graph.meta(r) for r in inputs], nodes, list(graph.constants),
+                 [remap(r) for r in outputs])
 
 
 # -- lowering ------------------------------------------------------------------------------------
