@@ -78,30 +78,39 @@ class _Rebuild:
 def split(graph: Graph, later: Collection[int], first_outputs: Sequence[int],
           ) -> tuple[Graph, Graph]:
     """The graph as two that run one after the other, `first` before the inputs `later`
-    exist: `first`, over the other inputs, runs every node that does not depend on those
-    and returns the outputs `first_outputs`, then the residuals (the values of its nodes
-    and inputs that `second` reads); `second`, over the residuals and then the `later`
-    inputs, runs the other nodes and returns the other outputs. Between them a caller
-    holds only the residuals (the forward's activations a backward pass reads). HalError
-    for a first output that depends on a later input."""
-    late_inputs = sorted(set(later))
-    late = {("input", i) for i in late_inputs}
-    for k, node in enumerate(graph.nodes):
-        if any(r in late for r in node.inputs):
-            late.add(("node", k))
+    exist: `first`, over the other inputs, runs only the nodes its outputs `first_outputs`
+    need and returns those, then the residuals (the values of its nodes and inputs that
+    `second` reads); `second`, over the residuals and then the `later` inputs, runs the
+    other nodes and returns the other outputs. A forward pass split from its backward
+    returns its value as soon as possible, and between them a caller holds only the
+    residuals (the activations the backward reads). HalError for a first output that needs
+    a later input."""
+    later = sorted(set(later))
+    needed: set[tuple] = set()
+    for k in first_outputs:
+        stack = [graph.outputs[k]]
+        while stack:
+            r = stack.pop()
+            if r is None or r[0] == "const" or r in needed:
+                continue
+            if r[0] == "input":
+                if r[1] in later:
+                    raise HalError(f"split: output {k} needs input {r[1]}, a later one, so "
+                                   "the first graph cannot return it; return it from the second")
+                continue
+            needed.add(r)
+            stack.extend(graph.nodes[r[1]].inputs)
     firsts = [graph.outputs[k] for k in first_outputs]
-    for k, r in zip(first_outputs, firsts):
-        if r in late:
-            raise HalError(f"split: output {k} depends on the later inputs {late_inputs}, so "
-                           "the first graph cannot return it; return it from the second")
     rest = [r for k, r in enumerate(graph.outputs) if k not in set(first_outputs)]
-    read = [r for k, node in enumerate(graph.nodes) if ("node", k) in late for r in node.inputs]
-    residuals = list(dict.fromkeys(r for r in read + rest
-                                   if r is not None and r[0] != "const" and r not in late))
-    early = [("input", i) for i in range(len(graph.inputs)) if ("input", i) not in late]
-    return (_part(graph, early, lambda k: ("node", k) not in late, firsts + residuals),
-            _part(graph, residuals + [("input", i) for i in late_inputs],
-                  lambda k: ("node", k) in late, rest))
+    read = [r for k, node in enumerate(graph.nodes) if ("node", k) not in needed
+            for r in node.inputs]
+    residuals = list(dict.fromkeys(
+        r for r in read + rest
+        if r is not None and (r in needed or (r[0] == "input" and r[1] not in later))))
+    early = [("input", i) for i in range(len(graph.inputs)) if i not in later]
+    return (_part(graph, early, lambda k: ("node", k) in needed, firsts + residuals),
+            _part(graph, residuals + [("input", i) for i in later],
+                  lambda k: ("node", k) not in needed, rest))
 
 
 def _part(graph: Graph, inputs: list[tuple], keep, outputs: list[tuple]) -> Graph:
