@@ -17,8 +17,9 @@ planner do not depend on the device and are measured under the cpu backend only.
   gradient); dp=2 with ZeRO-2; tp=2 (Megatron's split written as annotations), and with
   sequence parallelism (sp: reduce_scatter/all_gather in place of all_reduce, the partial
   gradients summed in one fused all_reduce); pp=2 (two
-  pipeline stages, 4 microbatches, 1F1B and GPipe; a stage runs its microbatches op by op,
-  not as one hal.jit graph); dp=2 op by op with the gradient buckets issued after the
+  pipeline stages, 4 microbatches, 1F1B and GPipe; a stage runs each microbatch's forward
+  and backward as two compiled graphs, its VJP traced once and split at the cotangent), and
+  1F1B op by op ("pp=2 eager"); dp=2 op by op with the gradient buckets issued after the
   backward pass ("dp=2 eager") and during it, each piece's as soon as its backward has
   run ("dp=2 overlap": `frontends.parallel.overlap`). The output
   (the step's loss) is checked against the same model's loss on the whole batch in this
@@ -51,8 +52,8 @@ planner do not depend on the device and are measured under the cpu backend only.
 
 The report's "Parallel training" section reads scaling efficiency (tokens/s at 2 ranks /
 (2 x at 1 rank)), the share of a step spent in collectives, bucketing on/off, ZeRO-2
-against plain dp=2, the cost model's choice against the best algorithm and the
-projection from these records.
+against plain dp=2, pp=2 as compiled graphs against op by op, the cost model's choice
+against the best algorithm and the projection from these records.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ LAYOUTS = {
     "dp=2 overlap": {"dp": 2, "overlap": True},
     "pp=2": {"dp": 1, "pp": 2, "microbatches": 4},
     "pp=2 gpipe": {"dp": 1, "pp": 2, "microbatches": 4, "schedule": "gpipe"},
+    "pp=2 eager": {"dp": 1, "pp": 2, "microbatches": 4, "eager": True},
 }
 BUBBLE_MICROBATCHES = (1, 4, 8)
 SIZES = (64 * 2**10, 4 * 2**20, 32 * 2**20)  # bytes per rank

@@ -22,7 +22,8 @@ parallelism.
   replicated parameters' gradients left partial, then `sum_partial_grads` sums them in one
   fused all_reduce), `forward`, `placements`.
 - `pipeline`: `pipeline(model, mesh)` cuts a chain of pieces into pp stages; 1F1B and
-  GPipe over microbatches, activations and gradients exchanged with hal's send/recv ops.
+  GPipe over microbatches, each microbatch's forward and backward as two compiled graphs,
+  activations and gradients exchanged with hal's send/recv ops between them.
 - `overlap`: `OverlappedStep`, the dp gradient buckets issued during the backward pass.
 - `data_parallel`: DataParallel (reverse-order gradient buckets, ZeRO-1/2).
 - `cost`: all-reduce algorithms and the alpha-beta cost model that chooses among them;

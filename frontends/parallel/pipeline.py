@@ -20,7 +20,15 @@ receives the output's gradient from s + 1 and sends the input's gradient to s - 
 GRADIENT), with hal's `send`/`recv` ops over the pp group: per step, stage s issues
 m sends and m recvs towards each neighbour it has (`p2p_per_step`). The loss is the mean
 of the microbatches' losses, so the gradients equal the single-device gradients of the
-whole batch. Each F and B is timed (`Stage.timeline`), which gives the measured bubble
+whole batch.
+
+A stage's F and B of a microbatch run as two compiled graphs (with tp > 1 carrying the
+tp collectives): the stage's VJP (on the last stage, of its loss) is traced once per
+shape with `hal.jit` and split at its cotangent (`hal.compile.passes.split`), so F runs
+the forward and returns the output and the residuals (the activations the backward
+reads), which the stage holds until B runs the backward on them. The sends and recvs run
+between the graphs. With `jit=False` both run op by op, B walking the autograd tape F
+recorded. Each F and B is timed (`Stage.timeline`), which gives the measured bubble
 against the formula (p - 1) / (m + p - 1) (`bubble`).
 """
 
@@ -37,6 +45,8 @@ import hal
 from frontends import autograd as ag
 from frontends.nn import Sequential
 from hal import HalError, Tensor
+from hal.compile.passes import split
+from hal.compile.pipeline import compile as compile_graph
 
 from .annotate import parallelize, sum_partial_grads
 
@@ -159,13 +169,15 @@ class Stage:
     `index` and `count` (the pp rank and size), `split` (whether its pieces run tensor
     parallel: then the partial gradients of its replicated parameters are summed once per
     step, `sum_partial_grads`), `names` (its parameters, in the model's order),
-    `forward(params, x)`, `step` (one schedule's forwards and backwards), and after each
-    step `timeline`: (op, microbatch, start, end) of each F and B, on `time.perf_counter`,
-    between `started` and `ended`, and `held`: the most microbatches whose activations
-    (autograd tapes) it held at once.
+    `forward(params, x)`, `step` (one schedule's forwards and backwards, as compiled
+    graphs, op by op unless `jit`; `graphs` holds the forward and backward executables per
+    input signature), and after each step `timeline`: (op, microbatch, start, end) of each
+    F and B, on `time.perf_counter`, between `started` and `ended`, and `held`: the most
+    microbatches whose activations (residuals, or autograd tapes op by op) it held at once.
     """
 
-    def __init__(self, model, mesh, axis: str, tp_axis: str, sequence_parallel: bool = False):
+    def __init__(self, model, mesh, axis: str, tp_axis: str, sequence_parallel: bool = False,
+                 jit: bool = True):
         links = pieces(model)
         self.mesh, self.axis = mesh, axis
         self.index, self.count = mesh.coords[axis], mesh.shape[mesh.names.index(axis)]
@@ -184,6 +196,8 @@ class Stage:
         self.timeline: list[tuple[str, int, float, float]] = []
         self.started = self.ended = 0.0
         self.held = 0  # the most microbatches whose activations the last step held at once
+        self.jit = jit
+        self.graphs: dict[tuple, tuple] = {}  # input signature -> (forward, backward)
 
     def forward(self, params: Mapping[str, Tensor], x) -> Tensor:
         """This stage's pieces on x with `params` (this stage's, by name)."""
@@ -218,14 +232,8 @@ class Stage:
                     x = C.recv(self._input_like(part(inputs, i)), group=group,
                                peer=self.index - 1, tag=ACTIVATION)
                 start = time.perf_counter()
-                if self.last:
-                    f = lambda p, x, t=part(targets, i): loss(self.forward(p, x), t)  # noqa
-                else:
-                    f = self.forward
-                if self.first:
-                    y, back = ag.vjp(lambda p, x=x, f=f: f(p, x), dict(params))
-                else:
-                    y, back = ag.vjp(f, dict(params), x)
+                t = part(targets, i) if self.last else None
+                y, back = (self._compiled_vjp if self.jit else self._vjp)(params, x, t, loss)
                 self.timeline.append(("F", i, start, time.perf_counter()))
                 if self.last:
                     losses.append(float(y.numpy()))
@@ -263,6 +271,48 @@ class Stage:
         stage's start to the last one's end: the stepper's `pipeline` command)."""
         return 1.0 - self.busy() / (self.ended - self.started)
 
+    def _apply(self, params: Mapping[str, Tensor], x, targets, loss: Callable) -> Tensor:
+        """This stage's output on a microbatch; on the last stage, its loss."""
+        y = self.forward(params, x)
+        return loss(y, targets) if self.last else y
+
+    def _vjp(self, params: Mapping[str, Tensor], x, targets, loss: Callable):
+        """(`_apply`'s value, its VJP: of the parameters, and of x after the first stage)."""
+        if self.first:  # x holds token ids
+            return ag.vjp(lambda p: self._apply(p, x, targets, loss), dict(params))
+        return ag.vjp(lambda p, x: self._apply(p, x, targets, loss), dict(params), x)
+
+    def _compiled_vjp(self, params: Mapping[str, Tensor], x, targets, loss: Callable):
+        """`_vjp` as two compiled graphs: the forward runs now and returns the value and
+        the residuals, the backward runs on them when called with the cotangent."""
+        inputs = [*params.values(), x, *([] if targets is None else [targets])]
+        key = (loss, tuple(params), *((t.shape, t.dtype, t.device) for t in inputs))
+        if key not in self.graphs:
+            self.graphs[key] = self._split(params, x, targets, loss)
+        forward, backward = self.graphs[key]
+        y, *residuals = forward(*inputs)
+
+        def back(cotangent: Tensor) -> tuple:
+            grads = backward(*residuals, cotangent)
+            return dict(zip(params, grads)), *grads[len(params):]
+
+        return y, back
+
+    def _split(self, params: Mapping[str, Tensor], x, targets, loss: Callable) -> tuple:
+        """The executables of `_vjp`'s forward and backward for these inputs: the VJP
+        applied to a cotangent traced as one graph, split at the cotangent."""
+        value = hal.jit(self._apply, static_argnums=3).graph(params, x, targets, loss)
+        shape, dtype = value.meta(value.outputs[0])
+
+        def vjp(params, x, targets, cotangent):
+            y, back = self._vjp(params, x, targets, loss)
+            return y, back(cotangent)
+
+        cotangent = hal.zeros(shape, dtype=dtype, device=x.device)
+        joint = hal.jit(vjp).graph(params, x, targets, cotangent)
+        first, second = split(joint, [len(joint.inputs) - 1], [0])
+        return compile_graph(first, x.device), compile_graph(second, x.device)
+
     def _input_like(self, inputs: Tensor) -> Tensor:
         """A tensor shaped like this stage's input for a microbatch of `inputs` (the output
         of the stages before, found once per input shape by tracing them)."""
@@ -275,8 +325,9 @@ class Stage:
 
 
 def pipeline(model, mesh, axis: str = "pp", *, tp_axis: str = "tp",
-             sequence_parallel: bool = False) -> Stage:
+             sequence_parallel: bool = False, jit: bool = True) -> Stage:
     """This rank's stage of `model` (see the module) over the mesh's `axis`, its pieces
     parallelized over `tp_axis` when the mesh has it with more than one rank (sequence
-    parallel with `sequence_parallel`)."""
-    return Stage(model, mesh, axis, tp_axis, sequence_parallel)
+    parallel with `sequence_parallel`), each microbatch's forward and backward run as
+    compiled graphs (op by op with jit=False)."""
+    return Stage(model, mesh, axis, tp_axis, sequence_parallel, jit)

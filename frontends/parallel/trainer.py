@@ -6,14 +6,14 @@
 A step draws random windows of `data/hardware.txt` (every rank the same window indices,
 from the seed; each dp rank takes its slice of the batch), takes the next-token
 cross-entropy and its gradient as one `hal.jit` graph (with tp > 1 the graph carries the
-collectives; with pp > 1 each rank runs its pipeline stage's forwards and backwards per
-microbatch under the schedule, op by op, exchanging activations and gradients with
-send/recv: `pipeline.py`), averages the gradients over dp (`DataParallel`: buckets,
-optionally ZeRO-1/2) and steps AdamW (or SGD) with a linear warmup and decay. Rank 0
-prints a line every `log_every` steps and a summary: loss first -> last, tokens/s and the
-median time per step (over the steps after the first, which traces the graph), the share
-of those steps' time spent inside collectives, and a greedy sample of the trained model
-(`generate`).
+collectives; with pp > 1 each rank runs its pipeline stage's forward and backward per
+microbatch under the schedule as two compiled graphs, op by op with `eager`, exchanging
+activations and gradients with send/recv between them: `pipeline.py`), averages the
+gradients over dp (`DataParallel`: buckets, optionally ZeRO-1/2) and steps AdamW (or
+SGD) with a linear warmup and decay. Rank 0 prints a line every `log_every` steps and a
+summary: loss first -> last, tokens/s and the median time per step (over the steps after
+the first, which traces the graph), the share of those steps' time spent inside
+collectives, and a greedy sample of the trained model (`generate`).
 """
 
 from __future__ import annotations
@@ -161,7 +161,8 @@ def rank_device(spec: str | None, comm) -> hal.Device:
 class Trainer:
     """One rank's training state for a config: the mesh (dp x pp x tp), the model
     (parallelized when tp > 1), the loss and its gradient (one `hal.jit` graph unless
-    `eager`; with pp > 1 this rank's pipeline `stage`, whose parameters are `params`; with
+    `eager`; with pp > 1 this rank's pipeline `stage`, whose parameters are `params`, its
+    microbatches' forwards and backwards compiled graphs unless `eager`; with
     `overlap` an `OverlappedStep`), the optimizer and the data-parallel gradient sync.
     Collective: every rank of `comm` builds it with the same config, then calls `step`
     together; `close()` (or a with block) frees the mesh."""
@@ -185,7 +186,8 @@ class Trainer:
                                seed=c["seed"])
         self.model = model = parallelize(single, self.mesh, "tp", sequence_parallel=c["sp"],
                                          partial_grads=True) if tp > 1 else single
-        self.stage = pipeline(single, self.mesh, sequence_parallel=c["sp"]) if pp > 1 else None
+        self.stage = pipeline(single, self.mesh, sequence_parallel=c["sp"],
+                              jit=not c["eager"]) if pp > 1 else None
 
         def loss(params, ids, targets):
             return cross_entropy(model.call_with(params, ids), targets)

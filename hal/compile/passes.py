@@ -8,12 +8,15 @@ the device has no kernel for become their traced decomposition, so their parts c
 parameters), `eliminate_dead` (nodes no output needs) and `fuse` (groups of elementwise
 nodes, optionally feeding one reduction, become one `FUSED` node whose body a backend
 compiles as one kernel). Buffer reuse by liveness is the executable's (executable.py).
+`split` cuts a graph in two run one after the other (a forward pass, then a backward
+pass that needs a cotangent given later).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -23,7 +26,7 @@ from ..creation import asarray
 from ..dispatch import EAGER, decomposition_of, interpret
 from ..ops.collectives import P2P
 from ..runtime import dtypes as dt
-from ..runtime.errors import PluginWarning
+from ..runtime.errors import HalError, PluginWarning
 from .graph import ELEMENTWISE, FUSED, REDUCTIONS, Graph, Node
 from .trace import Trace
 
@@ -69,6 +72,62 @@ class _Rebuild:
         """The rebuilt graph (outputs remapped)."""
         return Graph(list(self.old.inputs), self.nodes, self.constants,
                      [self._remap(r) for r in self.old.outputs])
+
+
+# -- splitting -----------------------------------------------------------------------------------
+def split(graph: Graph, later: Collection[int], first_outputs: Sequence[int],
+          ) -> tuple[Graph, Graph]:
+    """The graph as two that run one after the other, `first` before the inputs `later`
+    exist: `first`, over the other inputs, runs only the nodes its outputs `first_outputs`
+    need and returns those, then the residuals (the values of its nodes and inputs that
+    `second` reads); `second`, over the residuals and then the `later` inputs, runs the
+    other nodes and returns the other outputs. A forward pass split from its backward
+    returns its value as soon as possible, and between them a caller holds only the
+    residuals (the activations the backward reads). HalError for a first output that needs
+    a later input."""
+    later = sorted(set(later))
+    needed: set[tuple] = set()
+    for k in first_outputs:
+        stack = [graph.outputs[k]]
+        while stack:
+            r = stack.pop()
+            if r is None or r[0] == "const" or r in needed:
+                continue
+            if r[0] == "input":
+                if r[1] in later:
+                    raise HalError(f"split: output {k} needs input {r[1]}, a later one, so "
+                                   "the first graph cannot return it; return it from the second")
+                continue
+            needed.add(r)
+            stack.extend(graph.nodes[r[1]].inputs)
+    firsts = [graph.outputs[k] for k in first_outputs]
+    rest = [r for k, r in enumerate(graph.outputs) if k not in set(first_outputs)]
+    read = [r for k, node in enumerate(graph.nodes) if ("node", k) not in needed
+            for r in node.inputs]
+    residuals = list(dict.fromkeys(
+        r for r in read + rest
+        if r is not None and (r in needed or (r[0] == "input" and r[1] not in later))))
+    early = [("input", i) for i in range(len(graph.inputs)) if i not in later]
+    return (_part(graph, early, lambda k: ("node", k) in needed, firsts + residuals),
+            _part(graph, residuals + [("input", i) for i in later],
+                  lambda k: ("node", k) not in needed, rest))
+
+
+def _part(graph: Graph, inputs: list[tuple], keep, outputs: list[tuple]) -> Graph:
+    """A graph over the values `inputs` (refs of `graph`, in order) that runs the nodes
+    `keep(k)` selects and returns the values `outputs` (refs of `graph`)."""
+    new = {r: ("input", j) for j, r in enumerate(inputs)}
+
+    def remap(r):
+        return r if r is None or r[0] == "const" else new[r]
+
+    nodes = []
+    for k, node in enumerate(graph.nodes):
+        if keep(k):
+            nodes.append(replace(node, inputs=tuple(remap(r) for r in node.inputs)))
+            new[("node", k)] = ("node", len(nodes) - 1)
+    return Graph([graph.meta(r) for r in inputs], nodes, list(graph.constants),
+                 [remap(r) for r in outputs])
 
 
 # -- lowering ------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The "Parallel training" section: the LM's steps per layout with scaling efficiency and the
-share of a step in collectives, bucketing and ZeRO-2 compared, the pipeline's bubble
+share of a step in collectives, bucketing, ZeRO-2 and the pipeline stage's compiled
+graphs (against op by op) compared, the pipeline's bubble
 against its formulas, all_reduce algorithms
 against the cost model's choice, and the planner's projection for a 175B model beside
 the published claims (all from the parallel suite's records and facts)."""
@@ -16,7 +17,8 @@ from reports.section import Block, Section
 
 SINGLE = "1 rank"
 COMPARISONS = {"buckets on / off": ("dp=2", "dp=2 buckets off"),
-               "ZeRO-2 / plain dp=2": ("dp=2 zero=2", "dp=2")}
+               "ZeRO-2 / plain dp=2": ("dp=2 zero=2", "dp=2"),
+               "pp=2 graphs / op by op": ("pp=2", "pp=2 eager")}
 PLAN_COLUMNS = {"dp": "dp", "tp": "tp", "zero": "ZeRO", "recompute": "recompute",
                 "global_batch": "batch", "dp_algorithm": "dp algorithm", "step_s": "step s",
                 "comm_share": "comm share", "tokens_per_s": "tokens/s", "days": "days",
@@ -105,7 +107,8 @@ def steps_table(ms: list[Measurement]) -> pd.DataFrame:
 
 
 def comparisons(ms: list[Measurement]) -> dict[str, str]:
-    """Step-time ratios: buckets on / off, ZeRO-2 / plain dp=2, where both were measured."""
+    """Step-time ratios: buckets on / off, ZeRO-2 / plain dp=2, pp=2's stages as compiled
+    graphs / op by op, where both were measured."""
     steps = _steps(ms)
     found = {}
     for name, (a, b) in COMPARISONS.items():

@@ -65,7 +65,8 @@ def test_the_suite_has_a_step_per_layout_and_all_reduce_per_size_and_algorithm()
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("layout", ["dp=2", "tp=2", "tp=2 sp", "pp=2", "pp=2 gpipe"])
+@pytest.mark.parametrize("layout", ["dp=2", "tp=2", "tp=2 sp", "pp=2", "pp=2 gpipe",
+                                    "pp=2 eager"])
 def test_a_two_rank_step_has_the_single_process_loss(job, layout):
     ranks = job(layout)
     assert (ranks.info["dp"], ranks.info["pp"], ranks.info["tp"]) == {

@@ -244,6 +244,32 @@ def test_grad_of_jit_and_jit_of_grad_agree_with_eager():
     _close(hal.jit(ag.grad(second))(x), ag.grad(second)(x), rtol=1e-10)
 
 
+def test_a_graph_split_at_its_cotangent_runs_the_forward_then_the_backward(cpu):
+    """vjp traced as one graph, split: the first part runs the forward's nodes only and
+    returns the value and the residuals the second reads, the second the rest; a first
+    output that needs the cotangent is refused."""
+    from hal.compile.pipeline import compile
+
+    def joint(a, b, ct):
+        y, back = ag.vjp(lambda a: hal.sin(a) * b, a)
+        return y, back(ct)[0], b * 3.0
+
+    a, b, ct = _x(), _x(lo=0.3), _x(lo=0.5)
+    graph = hal.jit(joint).graph(a, b, ct)
+    first, second = passes.split(graph, [2], [0])
+    assert len(first.inputs) == 2 and len(first.outputs) > 1
+    assert "cos" in second.op_counts() and "cos" not in first.op_counts()  # sin's derivative
+    assert second.inputs[-1] == graph.inputs[2]
+    assert len(first.nodes) + len(second.nodes) == len(graph.nodes)
+    y, *residuals = compile(first, cpu)(a, b)
+    grad, tripled = compile(second, cpu)(*residuals, ct)
+    want = joint(a, b, ct)
+    for got, expected in zip((y, grad, tripled), want, strict=True):
+        _close(got, expected)
+    with pytest.raises(hal.HalError, match="output 1 needs input 2, a later one"):
+        passes.split(graph, [2], [0, 1])
+
+
 def test_jvp_and_taylor_mode_under_jit_agree_with_eager():
     x = _x()
     tangent = _x(lo=0.5)
