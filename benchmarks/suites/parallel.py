@@ -7,8 +7,11 @@ workload is one command, so the harness times a distributed step from outside, i
 the pipe round trip and the ranks' wake-up (`command_floor`). The training steps' ranks
 compute on the device under test (`hal train --device`: each rank opens it; collectives are
 staged through host memory) under the run's fallback policy, so a device without kernels
-for the step is skipped saying which op; the all_reduce rows (MPI on host buffers) and the
-planner do not depend on the device and are measured under the cpu backend only.
+for the step is skipped saying which op. Every device runs the layouts `ON_EVERY_DEVICE`;
+the others and the bubble rows compare ways to communicate and run on cpu and cuda
+(starting a job per layout and device costs a trace and its compile). The all_reduce rows
+(MPI on host buffers) and the planner do not depend on the device and are measured under
+the cpu backend only.
 
 - `lm_step[layout]`: one step (loss, gradient, gradient sync, AdamW with lr 0, so the
   parameters stay as they are) of `frontends.parallel.LanguageModel` (dim 128, 2 layers, 4 heads,
@@ -65,7 +68,7 @@ import numpy as np
 
 import hal
 from benchmarks.mpi_job import MpiJob
-from benchmarks.workload import Case, Workload
+from benchmarks.workload import Case, Workload, only_on
 from frontends.parallel import planner
 from frontends.parallel.training_scripts import annotation_lines
 
@@ -84,6 +87,11 @@ LAYOUTS = {
     "pp=2 gpipe": {"dp": 1, "pp": 2, "microbatches": 4, "schedule": "gpipe"},
     "pp=2 eager": {"dp": 1, "pp": 2, "microbatches": 4, "eager": True},
 }
+ON_EVERY_DEVICE = ("1 rank", "dp=2", "dp=2 buckets off", "tp=2", "pp=2")
+STRATEGY_BACKENDS = ("cpu", "cuda")  # where the other layouts and the bubble rows run
+WHY_STRATEGIES = ("the other layouts compare ways to communicate (ZeRO, sp, overlap, "
+                  "schedules), measured on the host and on GPUs; every device runs "
+                  f"{', '.join(ON_EVERY_DEVICE)} (the utilisation and code claims' rows)")
 BUBBLE_MICROBATCHES = (1, 4, 8)
 SIZES = (64 * 2**10, 4 * 2**20, 32 * 2**20)  # bytes per rank
 CALLS = {64 * 2**10: 64, 4 * 2**20: 4, 32 * 2**20: 1}  # all_reduces per command: >= ~10 ms
@@ -308,6 +316,8 @@ def workloads() -> list[Workload]:
         _case(tokens), _step(layout), lambda _x: np.float64(single_loss()),
         tolerance_scale=10.0, facts=_step_facts(layout))
         for layout in LAYOUTS]
+    found = [w if w.params["layout"] in ON_EVERY_DEVICE
+             else only_on(w, STRATEGY_BACKENDS, WHY_STRATEGIES) for w in found]
     for nbytes in SIZES:
         for algorithm in ALGORITHMS:
             found.append(Workload(
@@ -318,10 +328,10 @@ def workloads() -> list[Workload]:
                 functools.partial(lambda _x, e: np.float64(e), e=_expected_sum(nbytes)),
                 facts=_chosen_facts(nbytes) if algorithm == "chosen" else None))
     for m in BUBBLE_MICROBATCHES:
-        found.append(Workload(
+        found.append(only_on(Workload(
             "pipeline_bubble", {"pp": 2, "microbatches": m, "schedule": "1f1b", **shape},
             ["float32"], _case(tokens), _bubble_step(m), lambda _x: np.float64(single_loss()),
-            tolerance_scale=10.0, facts=_bubble_facts(m)))
+            tolerance_scale=10.0, facts=_bubble_facts(m)), STRATEGY_BACKENDS, WHY_STRATEGIES))
     found.append(Workload("command_floor", {"bytes": 4, "algorithm": "allreduce", "ranks": 2},
                           ["float32"], _case(1), _all_reduce(4, "allreduce", 1),
                           lambda _x: np.float64(_expected_sum(4))))
