@@ -1,12 +1,13 @@
 """The cpu backend's FFT kernels: FFTW through pyfftw, with plans made once per transform.
 
-A plan is an FFTW plan for one (transform, shape, dtype, axes, norm, output length,
-threads), measured (FFTW_MEASURE: 2-D 1024^2 runs 5x faster than an estimated plan) and
-cached; FFTW's wisdom is kept in `settings.cache_dir` so the next process skips the
-measuring. A call points the plan at its arrays (`update_arrays`) and executes it: about
-0.4 us over FFTW itself, where `pyfftw.builders` and `pyfftw.interfaces` re-check and
-copy. Each kernel takes `out=`, so under `hal.jit` it writes into the executable's
-preallocated buffer. Where pyfftw does not import, scipy's pocketfft runs instead.
+A plan holds FFTW's plans of one (transform, shape, dtype, axes, norm, output length), one
+per thread count `threads_for` may choose, measured (FFTW_MEASURE: 2-D 1024^2 runs 5x
+faster than an estimated plan) and cached; FFTW's wisdom is kept in `settings.cache_dir`
+so the next process skips the measuring. A call points the plan at its arrays
+(`update_arrays`) and executes it: about 0.4 us over FFTW itself, where `pyfftw.builders`
+and `pyfftw.interfaces` re-check and copy. Each kernel takes `out=`, so under `hal.jit`
+it writes into the executable's preallocated buffer. Where pyfftw does not import,
+scipy's pocketfft runs instead.
 
 Below the threaded size a kernel offers `for_shape`: each node of a jitted graph and
 each bound eager call (hal.dispatch) gets a plan of its own, called directly. A node's
@@ -19,7 +20,11 @@ not used.
 Threads: a transform of `THREADED_POINTS` points or more runs on `settings.threads`
 threads, fewer where other tasks keep cores busy now (FFTW's threads wait for each other
 at every pass: on 2 cores with one taken, 2 threads ran 3x (1024^2) to 400x (128^2)
-slower than one; with both free they ran 1.5-2x faster from 2^14 points).
+slower than one; with both free they ran 1.5-2x faster from 2^14 points). The count is a
+power of two, and a transform is planned for every count at once, so a change of load
+between calls picks a ready plan (planned on demand, a new count was planned, and the
+wisdom file written, inside the call that met it: 2-9 ms in 4-25 ms calls of a 4096 x 1024
+c64 transform on 2 shared cores).
 """
 
 from __future__ import annotations
@@ -52,12 +57,20 @@ def pyfftw_module():
     return pyfftw
 
 
+def thread_counts() -> tuple[int, ...]:
+    """The thread counts `threads_for` chooses from: the powers of two up to
+    `settings.threads` and the usable cores."""
+    return tuple(1 << k for k in range(min(hal.settings.threads, _usable_cores()).bit_length()))
+
+
 def threads_for(points: int) -> int:
-    """FFT threads for a transform of `points` points: 1 below THREADED_POINTS, else
-    `settings.threads` capped by the cores no other running task holds now."""
-    if points < THREADED_POINTS or hal.settings.threads == 1:
+    """FFT threads for a transform of `points` points: 1 below THREADED_POINTS, else the
+    largest of `thread_counts()` within the cores no other running task holds now."""
+    most = thread_counts()[-1]
+    if points < THREADED_POINTS or most == 1:
         return 1
-    return max(1, min(hal.settings.threads, _usable_cores() - _others_running()))
+    free = max(1, _usable_cores() - _others_running())
+    return min(most, 1 << (free.bit_length() - 1))
 
 
 @functools.cache
@@ -82,12 +95,13 @@ def _others_running() -> int:
 
 
 class Plan:
-    """One transform planned with FFTW: `plan(x, out)` writes it into out (or a new array)."""
+    """One transform planned with FFTW for each of `threads` (thread counts):
+    `plan(x, out, threads)` writes it into out (or a new array)."""
 
     takes_out = True  # a graph node running its own plan gets a preallocated buffer
 
     def __init__(self, pyfftw, name: str, shape: tuple, dtype: np.dtype, axes: tuple,
-                 norm, n, threads: int):
+                 norm, n, threads: tuple[int, ...]):
         forward = _FORWARD[name]
         in_shape, out_shape = list(shape), list(shape)
         in_dtype, out_dtype = dtype, dtype
@@ -104,35 +118,37 @@ class Plan:
         # plan runs on a copy, which it may destroy
         self.copies_input = name == "irfftn" and len(axes) > 1
         flags = ["FFTW_MEASURE", "FFTW_DESTROY_INPUT"] if self.copies_input else ["FFTW_MEASURE"]
-        self.fftw = pyfftw.FFTW(
-            np.zeros(in_shape, in_dtype), np.zeros(out_shape, out_dtype), axes=axes,
-            direction="FFTW_FORWARD" if forward else "FFTW_BACKWARD", flags=flags,
-            threads=threads)
+        planned_on = np.zeros(in_shape, in_dtype), np.zeros(out_shape, out_dtype)
+        self.fftw = {count: pyfftw.FFTW(
+            *planned_on, axes=axes, direction="FFTW_FORWARD" if forward else "FFTW_BACKWARD",
+            flags=flags, threads=count) for count in threads}
         self._lock = threading.Lock()  # update_arrays + execute are one step per plan
         _save_wisdom(pyfftw)
 
-    def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def __call__(self, x: np.ndarray, out: np.ndarray | None = None,
+                 threads: int = 1) -> np.ndarray:
         target = np.empty(self.out_shape, self.out_dtype) if out is None else out
         if self.copies_input:
             x = x.copy()
-        fftw = self.fftw
+        fftw = self.fftw[threads]
         with self._lock:
             # a jitted graph passes the same buffers each call: the plan points at them already
             if x is not fftw.input_array or target is not fftw.output_array:
                 try:
                     fftw.update_arrays(x, target)
                 except ValueError:  # strides or alignment other than the plan's
-                    return self._on_copies(x, out)
+                    return self._on_copies(fftw, x, out)
             fftw.execute()
         if self.scale != 1.0:
             target *= self.scale
         return target
 
-    def _on_copies(self, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-        """The transform of a C-ordered copy of x into a new array, copied to out if given."""
+    def _on_copies(self, fftw, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        """The transform by `fftw` of a C-ordered copy of x into a new array, copied to out
+        if given."""
         result = np.empty(self.out_shape, self.out_dtype)
-        self.fftw.update_arrays(np.array(x, order="C"), result)
-        self.fftw.execute()
+        fftw.update_arrays(np.array(x, order="C"), result)
+        fftw.execute()
         if self.scale != 1.0:
             result *= self.scale
         if out is None:
@@ -148,8 +164,10 @@ def _scale(norm, forward: bool, points: int) -> float:
 
 
 @functools.lru_cache(maxsize=_CACHED_PLANS)
-def plan(name: str, shape: tuple, dtype: np.dtype, axes: tuple, norm, n, threads: int) -> Plan:
-    """The cached FFTW plan of one transform (pyfftw must be installed)."""
+def plan(name: str, shape: tuple, dtype: np.dtype, axes: tuple, norm, n,
+         threads: tuple[int, ...]) -> Plan:
+    """The cached FFTW plans of one transform on each of `threads` (pyfftw must be
+    installed)."""
     return Plan(pyfftw_module(), name, shape, dtype, axes, norm, n, threads)
 
 
@@ -186,9 +204,10 @@ def kernel(name: str):
                 return result
             np.copyto(out, result)
             return out
-        # irfftn's output has at most twice its input's points
-        threads = 1 if 2 * size < THREADED_POINTS else threads_for(_points(name, x, axes, n))
-        return plan(name, x.shape, x.dtype, axes, norm, n, threads)(x, out)
+        if 2 * size < THREADED_POINTS:  # irfftn's output has at most twice its input's points
+            return plan(name, x.shape, x.dtype, axes, norm, n, (1,))(x, out)
+        planned = plan(name, x.shape, x.dtype, axes, norm, n, thread_counts())
+        return planned(x, out, threads_for(_points(name, x, axes, n)))
 
     def for_shape(shapes, dtypes, *, axes, norm=None, n=None):
         """A plan of its own for one input shape and dtype (what a graph node or a bound
@@ -198,7 +217,7 @@ def kernel(name: str):
         points = math.prod(shape)
         if pyfftw_module() is None or points == 0 or 2 * points >= THREADED_POINTS:
             return None
-        return Plan(pyfftw_module(), name, shape, dtype, axes, norm, n, 1)
+        return Plan(pyfftw_module(), name, shape, dtype, axes, norm, n, (1,))
 
     fft_kernel.takes_out = True
     fft_kernel.for_shape = for_shape

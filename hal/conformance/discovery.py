@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..runtime.device import Device
 from ..runtime.errors import HalError
-from ..runtime.registry import registry
+from ..runtime import registry as plugins
 from .records import Layer
 
 
@@ -15,7 +15,7 @@ def open_device(name: str, index: int) -> tuple[list[Layer], Device | None]:
     layers = []
     stage = "discover"
     try:
-        backend = registry.get(name)
+        backend = plugins.registry.get(name)  # read at call time: the registry may be replaced
         reason = backend.why_unavailable()
         layers.append(Layer(stage, reason is None,
                             reason or f"{backend.device_count()} device(s)"))

@@ -80,7 +80,7 @@ def test_strided_misaligned_and_empty_inputs():
 
 
 def test_plans_are_cached_per_transform():
-    key = ("fftn", (4, 32), np.dtype(np.complex64), (1,), None, None, 1)
+    key = ("fftn", (4, 32), np.dtype(np.complex64), (1,), None, None, (1,))
     first = cpu_fft.plan(*key)
     assert cpu_fft.plan(*key) is first
     assert cpu_fft.plan(*key[:4], "ortho", *key[5:]) is not first
@@ -155,7 +155,8 @@ def test_threads_follow_the_setting_and_the_free_cores(monkeypatch):
     monkeypatch.setattr(cpu_fft, "_usable_cores", lambda: 4)
     monkeypatch.setattr(cpu_fft, "_others_running", lambda: 1)
     assert cpu_fft.threads_for(cpu_fft.THREADED_POINTS - 1) == 1
-    assert cpu_fft.threads_for(cpu_fft.THREADED_POINTS) == 3  # one core is taken
+    assert cpu_fft.thread_counts() == (1, 2, 4)
+    assert cpu_fft.threads_for(cpu_fft.THREADED_POINTS) == 2  # one core is taken: 3, down to 2
     monkeypatch.setattr(cpu_fft, "_others_running", lambda: 6)
     assert cpu_fft.threads_for(cpu_fft.THREADED_POINTS) == 1
     monkeypatch.setattr(hal.settings, "threads", 2)
@@ -165,6 +166,24 @@ def test_threads_follow_the_setting_and_the_free_cores(monkeypatch):
     _close(hal.fft.ifft(hal.asarray(x, device="cpu")), np.fft.ifft(x), np.complex128)
     monkeypatch.setattr(hal.settings, "threads", 1)
     assert cpu_fft.threads_for(1 << 30) == 1
+
+
+def test_a_change_of_load_between_calls_plans_nothing_new(monkeypatch):
+    """Every thread count is planned in the first call, none in a later call that meets a
+    new load (planning there put FFTW's planning and a wisdom write inside a timed call)."""
+    pyfftw = cpu_fft.pyfftw_module()
+    planned, fftw = [], pyfftw.FFTW
+    monkeypatch.setattr(pyfftw, "FFTW", lambda *a, **kw: planned.append(kw["threads"]) or
+                        fftw(*a, **kw))
+    monkeypatch.setattr(hal.settings, "threads", 2)
+    monkeypatch.setattr(cpu_fft, "_usable_cores", lambda: 2)
+    x = _data((3, cpu_fft.THREADED_POINTS), np.complex64)
+    for call, others in enumerate((0, 1, 0, 1)):
+        monkeypatch.setattr(cpu_fft, "_others_running", lambda n=others: n)
+        assert cpu_fft.threads_for(x.size) == 2 - others
+        _close(hal.fft.fft(hal.asarray(x, device="cpu")), np.fft.fft(x.astype(np.complex128)),
+               np.complex64)
+        assert sorted(planned) == [1, 2], call
 
 
 def test_jitted_transforms_write_into_the_executables_buffers(monkeypatch):

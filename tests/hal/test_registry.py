@@ -219,6 +219,15 @@ def test_conformance_and_bench_devices_go_on_past_failing_plugins(failing, capsy
         assert "cpu:0" in resolve_devices([])
 
 
+def test_the_conformance_kit_uses_the_registry_in_place_when_it_runs(plugin_module, monkeypatch):
+    from hal.conformance.discovery import open_device  # imported before the registry changes
+
+    monkeypatch.setattr(hal.runtime.registry, "registry",
+                        Registry(_points(good="hal_test_plugins:Good")))
+    layers, device = open_device("good", 0)
+    assert [layer.ok for layer in layers] == [True, True] and device.name == "good:0"
+
+
 def test_keyboard_interrupt_still_stops_hal(monkeypatch):
     class Interrupted(hal.Backend):
         name = "interrupted"
