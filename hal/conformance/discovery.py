@@ -3,9 +3,9 @@ available, then one of its devices opens and describes its capabilities."""
 
 from __future__ import annotations
 
+from ..runtime import registry as plugins
 from ..runtime.device import Device
 from ..runtime.errors import HalError
-from ..runtime import registry as plugins
 from .records import Layer
 
 
