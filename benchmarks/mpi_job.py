@@ -74,13 +74,16 @@ class MpiJob:
     def _reply(self) -> dict:
         ready, _, _ = select.select([self._proc.stdout], [], [], REPLY_TIMEOUT_S)
         line = self._proc.stdout.readline() if ready else ""
-        answer = json.loads(line) if line.startswith("{") else None
+        answer = _first_object(line)
         if answer is None or "error" in answer:
             self.close()
             if answer and answer.get("kind") in SKIPS:
                 raise SKIPS[answer["kind"]](f"{self.what}, {self.ranks} ranks: "
                                             f"{answer['error']}")
-            why = answer["error"] if answer else f"no answer in {REPLY_TIMEOUT_S:.0f} s"
+            why = (answer["error"] if answer else
+                   f"an answer that is not JSON: {line[:200]!r}" if line.strip() else
+                   "it ended without answering" if ready else
+                   f"no answer in {REPLY_TIMEOUT_S:.0f} s")
             raise MpiJobError(f"{self.what}: the {self.ranks}-rank job failed ({why}); "
                               f"its stderr:\n{self._proc.stderr.read()[-2000:]}")
         return answer
@@ -94,3 +97,13 @@ class MpiJob:
                 self._proc.wait(timeout=20)
             except (OSError, subprocess.TimeoutExpired):
                 self._proc.kill()
+
+
+def _first_object(line: str) -> dict | None:
+    """The first JSON object on a line of the job's stdout, else None. Ranks that fail
+    together each print an answer, and the process manager may join them on one line."""
+    try:
+        answer, _ = json.JSONDecoder().raw_decode(line) if line.startswith("{") else (None, 0)
+    except json.JSONDecodeError:
+        return None
+    return answer if isinstance(answer, dict) else None

@@ -137,9 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         serve(json.loads(argv[0]) if argv else {})
     except Exception as exc:  # every failure ends the whole job, said once per failing rank
         world = MPI.COMM_WORLD  # any failing rank answers: the first answer ends the driver's wait
-        print(json.dumps({"error": f"rank {world.Get_rank()} of {world.Get_size()}: "
-                                   f"{type(exc).__name__}: {exc}",
-                          "kind": type(exc).__name__}), flush=True)
+        sys.stdout.write(json.dumps({"error": f"rank {world.Get_rank()} of {world.Get_size()}: "
+                                            f"{type(exc).__name__}: {exc}",
+                                   "kind": type(exc).__name__}) + "\n")  # one write, one line
+        sys.stdout.flush()
         print(traceback.format_exc(), file=sys.stderr, flush=True)
         MPI.COMM_WORLD.Abort(1)
     return 0

@@ -192,3 +192,10 @@ def test_the_projection_is_the_planners_best_plan_beside_the_naive_one(cpu):
     assert facts["label"] == "projection (not a measurement)"
     assert facts["best/fits"] == "yes" and facts["best/days"] < facts["naive/days"]
     assert facts["naive/dp"] == 512 and facts["naive/dp_algorithm"] == "flat, per tensor"
+
+
+def test_the_first_of_answers_joined_on_one_line_is_read():
+    joined = '{"error": "rank 1 of 2: E: x", "kind": "E"}{"error": "rank 0 of 2: E: x"}\n'
+    assert mpi_job._first_object(joined) == {"error": "rank 1 of 2: E: x", "kind": "E"}
+    assert mpi_job._first_object('{"error": "rank 1 of 2: E{"error"\n') is None
+    assert mpi_job._first_object("") is None and mpi_job._first_object("[1]\n") is None
