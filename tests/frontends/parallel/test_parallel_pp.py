@@ -474,6 +474,28 @@ with Trainer(config) as trainer:
         assert rank["issued"] == 4  # one bucket (of 25 MiB at most) per piece
 
 
+@pytest.mark.mpi
+def test_an_overlapped_piece_that_fails_ends_the_job_with_its_reason(run_ranks):
+    proc = run_ranks(2, '''
+from frontends.parallel import trainer as module
+from frontends.parallel.trainer import Trainer
+from mpi4py import MPI
+original = module.cross_entropy
+def failing(logits, targets):  # traced into the head's piece
+    if MPI.COMM_WORLD.Get_rank() == 1:
+        raise RuntimeError("injected in the head's piece")
+    return original(logits, targets)
+module.cross_entropy = failing
+with Trainer({"dp": 2, "overlap": True, "batch": 4, "seq": 8, "dim": 16, "heads": 2,
+              "layers": 2}) as trainer:
+    for ids, targets in trainer.batches(2):
+        trainer.step(ids, targets)
+''', env=ENV, timeout=120, expect_failure=True)
+    assert proc.returncode != 0
+    assert "rank 1 of 2: uncaught RuntimeError" in proc.stderr
+    assert "injected in the head's piece" in proc.stderr
+
+
 def test_the_four_d_script_is_counted():
     from frontends.parallel.training_scripts import four_d_lines
 
