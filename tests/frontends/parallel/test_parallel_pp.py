@@ -152,6 +152,18 @@ def _train(run_ranks, config: dict, steps: int = 3):
     return run_ranks(ranks, code, timeout=240, env=ENV)
 
 
+def _jitted_and_eager(run_ranks, config: dict) -> list[tuple[dict, dict]]:
+    """Each rank's (jitted, op-by-op) training runs of config, their losses checked equal to
+    each other and to one process's, and their parameters to one process's."""
+    pairs = list(zip(_train(run_ranks, config), _train(run_ranks, {**config, "eager": True}),
+                     strict=True))
+    for a, b in pairs:
+        for (x, single), (y, _) in zip(a["losses"], b["losses"], strict=True):
+            assert x == pytest.approx(single, rel=1e-10) and x == pytest.approx(y, rel=1e-10)
+        assert a["worst"] < 1e-10 and b["worst"] < 1e-10
+    return pairs
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("layout", [(1, 2, 1), (1, 2, 2), (2, 2, 1)],
                          ids=["dp1-pp2-tp1", "dp1-pp2-tp2", "dp2-pp2-tp1"])
@@ -176,12 +188,7 @@ def test_jitted_stages_equal_op_by_op_stages_and_one_process(run_ranks, layout, 
     traced once, split at the cotangent) give the op-by-op stage's numbers."""
     dp, pp, tp = layout
     config = {"dp": dp, "pp": pp, "tp": tp, "microbatches": 2, "schedule": kind}
-    jitted = _train(run_ranks, config)
-    eager = _train(run_ranks, {**config, "eager": True})
-    for a, b in zip(jitted, eager, strict=True):
-        for (x, single), (y, _) in zip(a["losses"], b["losses"], strict=True):
-            assert x == pytest.approx(single, rel=1e-10) and x == pytest.approx(y, rel=1e-10)
-        assert a["worst"] < 1e-10 and b["worst"] < 1e-10
+    for a, b in _jitted_and_eager(run_ranks, config):
         assert a["counts"] == b["counts"] == a["expected"]
         assert a["held"] == b["held"] == a["held_formula"]
         assert a["graphs"] == 1 and b["graphs"] == 0
@@ -398,12 +405,7 @@ def test_jitted_overlap_equals_op_by_op_overlap_and_one_process(run_ranks, zero)
     split at the cotangent) give the op-by-op pieces' numbers and collectives; overlap
     composes with ZeRO-1 (the averaged gradients' shard)."""
     config = {"dp": 2, "overlap": True, "bucket_mb": 0.001, "zero": zero}
-    jitted = _train(run_ranks, config)
-    eager = _train(run_ranks, {**config, "eager": True})
-    for a, b in zip(jitted, eager, strict=True):
-        for (x, single), (y, _) in zip(a["losses"], b["losses"], strict=True):
-            assert x == pytest.approx(single, rel=1e-10) and x == pytest.approx(y, rel=1e-10)
-        assert a["worst"] < 1e-10 and b["worst"] < 1e-10
+    for a, b in _jitted_and_eager(run_ranks, config):
         assert a["collectives"] == b["collectives"]
         assert a["graphs"] == [1, 1, 1, 1] and b["graphs"] == [0, 0, 0, 0]
 
