@@ -22,9 +22,10 @@ the cpu backend only.
   gradients summed in one fused all_reduce); pp=2 (two
   pipeline stages, 4 microbatches, 1F1B and GPipe; a stage runs each microbatch's forward
   and backward as two compiled graphs, its VJP traced once and split at the cotangent), and
-  1F1B op by op ("pp=2 eager"); dp=2 op by op with the gradient buckets issued after the
-  backward pass ("dp=2 eager") and during it, each piece's as soon as its backward has
-  run ("dp=2 overlap": `frontends.parallel.overlap`). The output
+  1F1B op by op ("pp=2 eager"); dp=2 op by op ("dp=2 eager"); dp=2 with the gradient
+  buckets issued during the backward pass, each piece's (the embedding, each block, the
+  head) as soon as its backward has run, the pieces' forwards and backwards compiled
+  graphs as a pipeline stage's ("dp=2 overlap": `frontends.parallel.overlap`). The output
   (the step's loss) is checked against the same model's loss on the whole batch in this
   process. Facts: the seconds rank 0 spends inside collectives and its collective calls,
   per step (over a few steps after the timing); tp=2 adds the lines of the single-device
@@ -55,8 +56,9 @@ the cpu backend only.
 
 The report's "Parallel training" section reads scaling efficiency (tokens/s at 2 ranks /
 (2 x at 1 rank)), the share of a step spent in collectives, bucketing on/off, ZeRO-2
-against plain dp=2, pp=2 as compiled graphs against op by op, the cost model's choice
-against the best algorithm and the projection from these records.
+against plain dp=2, overlap against the buckets after the backward, pp=2 as compiled
+graphs against op by op, the cost model's choice against the best algorithm and the
+projection from these records.
 """
 
 from __future__ import annotations

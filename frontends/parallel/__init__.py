@@ -24,7 +24,8 @@ parallelism.
 - `pipeline`: `pipeline(model, mesh)` cuts a chain of pieces into pp stages; 1F1B and
   GPipe over microbatches, each microbatch's forward and backward as two compiled graphs,
   activations and gradients exchanged with hal's send/recv ops between them.
-- `overlap`: `OverlappedStep`, the dp gradient buckets issued during the backward pass.
+- `overlap`: `OverlappedStep`, the dp gradient buckets issued during the backward pass,
+  each piece's forward and backward as two compiled graphs (`pipeline.SplitVJP`).
 - `data_parallel`: DataParallel (reverse-order gradient buckets, ZeRO-1/2).
 - `cost`: all-reduce algorithms and the alpha-beta cost model that chooses among them;
   `planner`: projected step time and days to train for dp x pp x tp (x sp) plans (a

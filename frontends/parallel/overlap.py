@@ -2,14 +2,16 @@
 by piece.
 
 `OverlappedStep(model, mesh, data_parallel)` runs the forward one piece at a time (the
-chain `pipeline` cuts into stages: the LM's embedding, each block, the head), each under
-its own `vjp`; the backward walks the pieces from the last, and as soon as a piece's
-backward has produced its parameters' gradients their buckets' all-reduces are issued
-(`DataParallel.start`; with tp > 1 after the piece's partial gradients are summed over
-tp in one fused all_reduce) while the backward goes on with the pieces before it. Every
-pending all-reduce is given a chance to progress after each piece (MPI moves a
-nonblocking collective only inside MPI calls); all are waited at the end. Without
-overlap the same all-reduces start after the whole backward (`DataParallel.sync`).
+chain `pipeline` cuts into stages: the LM's embedding, each block, the head), each
+piece's forward and backward as two compiled graphs (`pipeline.SplitVJP`: its VJP traced
+once and split at the cotangent; op by op with `jit=False`); the backward walks the
+pieces from the last, and as soon as a piece's backward has produced its parameters'
+gradients their buckets' all-reduces are issued (`DataParallel.start`; with tp > 1
+after the piece's partial gradients are summed over tp in one fused all_reduce) while
+the backward goes on with the pieces before it. Every pending all-reduce is given a
+chance to progress after each piece (MPI moves a nonblocking collective only inside MPI
+calls); all are waited at the end. Without overlap the same all-reduces start after the
+whole backward (`DataParallel.sync`).
 """
 
 from __future__ import annotations
@@ -17,20 +19,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import hal
-from frontends import autograd as ag
 from hal import Tensor
 
 from .annotate import parallelize, sum_partial_grads
-from .pipeline import parameter_names, pieces, run_of
+from .pipeline import SplitVJP, parameter_names, pieces, run_of
 
 
 class OverlappedStep:
     """The loss and the dp-mean gradients of a chain model, its gradient all-reduces
-    overlapped with its backward pass (see the module). Collective over the data-parallel
-    group: every rank calls it with the same parameter names, shapes and dtypes."""
+    overlapped with its backward pass (see the module); `vjps` holds each piece's
+    `SplitVJP`. Collective over the data-parallel group: every rank calls it with the same
+    parameter names, shapes and dtypes."""
 
     def __init__(self, model, mesh, data_parallel, *, tp_axis: str = "tp",
-                 sequence_parallel: bool = False):
+                 sequence_parallel: bool = False, jit: bool = True):
         links = pieces(model)
         split = tp_axis in mesh.names and mesh.shape[mesh.names.index(tp_axis)] > 1
         self.split = split
@@ -38,6 +40,9 @@ class OverlappedStep:
                                    sequence_parallel=sequence_parallel, partial_grads=True)
                        if split else run_of(model, [link]) for link in links]
         self.names = [parameter_names(model, [link]) for link in links]
+        last = len(links) - 1
+        self.vjps = [SplitVJP(m.call_with, first=k == 0, last=k == last, jit=jit)
+                     for k, m in enumerate(self.models)]
         self.data_parallel = data_parallel
 
     def __call__(self, params: Mapping[str, Tensor], inputs: Tensor, targets: Tensor,
@@ -46,17 +51,9 @@ class OverlappedStep:
         dp = self.data_parallel
         dp.check(params)
         x, backs = inputs, []
-        last = len(self.models) - 1
-        for k, model in enumerate(self.models):
-            own = {n: params[n] for n in self.names[k] if n in params}
-            if k == last:
-                f = lambda p, x, m=model: loss(m.call_with(p, x), targets)  # noqa: E731
-            else:
-                f = model.call_with
-            if k == 0:
-                x, back = ag.vjp(lambda p, f=f: f(p, inputs), own)
-            else:
-                x, back = ag.vjp(f, own, x)
+        for names, vjp in zip(self.names, self.vjps):
+            x, back = vjp({n: params[n] for n in names if n in params}, x,
+                          targets if vjp.last else None, loss)
             backs.append(back)
         value = x
         cotangent = hal.full((), 1.0, dtype=value.dtype, device=value.device)

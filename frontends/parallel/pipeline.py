@@ -163,17 +163,76 @@ def run_of(model, links: list[Piece]):
     return copy
 
 
+class SplitVJP:
+    """The VJP of a run of pieces in a training step. Called with (params, x, targets,
+    loss) it gives the run's output on x (on the `last` run, its loss on `targets`) and
+    its backward, which takes the output's cotangent and gives (the gradients of `params`
+    by name, and x's gradient unless on the `first` run, whose x holds token ids). With
+    `jit` the VJP applied to a cotangent is traced once per input signature with `hal.jit`
+    and split at the cotangent (`hal.compile.passes.split`) into two compiled graphs
+    (`graphs`): the forward runs at once and returns the output and the residuals (the
+    activations the backward reads), the backward runs on them when called. Op by op
+    otherwise, the backward walking the autograd tape the forward recorded. Shared by the
+    pipeline's stages and the overlapped dp step's pieces (overlap.py)."""
+
+    def __init__(self, forward: Callable, *, first: bool, last: bool, jit: bool = True):
+        self.forward, self.first, self.last, self.jit = forward, first, last, jit
+        self.graphs: dict[tuple, tuple] = {}  # input signature -> (forward, backward)
+
+    def __call__(self, params: Mapping[str, Tensor], x, targets, loss: Callable) -> tuple:
+        """(the output, its backward), by compiled graphs unless op by op (see the class)."""
+        return (self._compiled if self.jit else self._eager)(params, x, targets, loss)
+
+    def _apply(self, params: Mapping[str, Tensor], x, targets, loss: Callable) -> Tensor:
+        y = self.forward(params, x)
+        return loss(y, targets) if self.last else y
+
+    def _eager(self, params: Mapping[str, Tensor], x, targets, loss: Callable) -> tuple:
+        if self.first:
+            return ag.vjp(lambda p: self._apply(p, x, targets, loss), dict(params))
+        return ag.vjp(lambda p, x: self._apply(p, x, targets, loss), dict(params), x)
+
+    def _compiled(self, params: Mapping[str, Tensor], x, targets, loss: Callable) -> tuple:
+        inputs = [*params.values(), x, *([] if targets is None else [targets])]
+        key = (loss, tuple(params), *((t.shape, t.dtype, t.device) for t in inputs))
+        if key not in self.graphs:
+            self.graphs[key] = self._split(params, x, targets, loss)
+        forward, backward = self.graphs[key]
+        y, *residuals = forward(*inputs)
+
+        def back(cotangent: Tensor) -> tuple:
+            grads = backward(*residuals, cotangent)
+            return dict(zip(params, grads)), *grads[len(params):]
+
+        return y, back
+
+    def _split(self, params: Mapping[str, Tensor], x, targets, loss: Callable) -> tuple:
+        """The executables of the forward and the backward for these inputs: the VJP
+        applied to a cotangent traced as one graph, split at the cotangent."""
+        value = hal.jit(self._apply, static_argnums=3).graph(params, x, targets, loss)
+        shape, dtype = value.meta(value.outputs[0])
+
+        def vjp(params, x, targets, cotangent):
+            y, back = self._eager(params, x, targets, loss)
+            return y, back(cotangent)
+
+        cotangent = hal.zeros(shape, dtype=dtype, device=x.device)
+        joint = hal.jit(vjp).graph(params, x, targets, cotangent)
+        first, second = split(joint, [len(joint.inputs) - 1], [0])
+        return compile_graph(first, x.device), compile_graph(second, x.device)
+
+
 class Stage:
     """This rank's stage of a pipelined model (made by `pipeline`).
 
     `index` and `count` (the pp rank and size), `split` (whether its pieces run tensor
     parallel: then the partial gradients of its replicated parameters are summed once per
     step, `sum_partial_grads`), `names` (its parameters, in the model's order),
-    `forward(params, x)`, `step` (one schedule's forwards and backwards, as compiled
-    graphs, op by op unless `jit`; `graphs` holds the forward and backward executables per
-    input signature), and after each step `timeline`: (op, microbatch, start, end) of each
-    F and B, on `time.perf_counter`, between `started` and `ended`, and `held`: the most
-    microbatches whose activations (residuals, or autograd tapes op by op) it held at once.
+    `forward(params, x)`, `vjp` (its `SplitVJP`: a microbatch's forward and backward, as
+    compiled graphs unless op by op), `step` (one schedule's forwards and backwards), and
+    after each step `timeline`: (op, microbatch, start, end) of each F and B, on
+    `time.perf_counter`, between `started` and `ended`, and `held`: the most microbatches
+    whose activations (residuals, or autograd tapes op by op) it held at once.
     """
 
     def __init__(self, model, mesh, axis: str, tp_axis: str, sequence_parallel: bool = False,
@@ -196,8 +255,7 @@ class Stage:
         self.timeline: list[tuple[str, int, float, float]] = []
         self.started = self.ended = 0.0
         self.held = 0  # the most microbatches whose activations the last step held at once
-        self.jit = jit
-        self.graphs: dict[tuple, tuple] = {}  # input signature -> (forward, backward)
+        self.vjp = SplitVJP(self.forward, first=self.first, last=self.last, jit=jit)
 
     def forward(self, params: Mapping[str, Tensor], x) -> Tensor:
         """This stage's pieces on x with `params` (this stage's, by name)."""
@@ -233,7 +291,7 @@ class Stage:
                                peer=self.index - 1, tag=ACTIVATION)
                 start = time.perf_counter()
                 t = part(targets, i) if self.last else None
-                y, back = (self._compiled_vjp if self.jit else self._vjp)(params, x, t, loss)
+                y, back = self.vjp(params, x, t, loss)
                 self.timeline.append(("F", i, start, time.perf_counter()))
                 if self.last:
                     losses.append(float(y.numpy()))
@@ -270,48 +328,6 @@ class Stage:
         spent outside its Fs and Bs (the pipeline's bubble counts the step from the first
         stage's start to the last one's end: the stepper's `pipeline` command)."""
         return 1.0 - self.busy() / (self.ended - self.started)
-
-    def _apply(self, params: Mapping[str, Tensor], x, targets, loss: Callable) -> Tensor:
-        """This stage's output on a microbatch; on the last stage, its loss."""
-        y = self.forward(params, x)
-        return loss(y, targets) if self.last else y
-
-    def _vjp(self, params: Mapping[str, Tensor], x, targets, loss: Callable):
-        """(`_apply`'s value, its VJP: of the parameters, and of x after the first stage)."""
-        if self.first:  # x holds token ids
-            return ag.vjp(lambda p: self._apply(p, x, targets, loss), dict(params))
-        return ag.vjp(lambda p, x: self._apply(p, x, targets, loss), dict(params), x)
-
-    def _compiled_vjp(self, params: Mapping[str, Tensor], x, targets, loss: Callable):
-        """`_vjp` as two compiled graphs: the forward runs now and returns the value and
-        the residuals, the backward runs on them when called with the cotangent."""
-        inputs = [*params.values(), x, *([] if targets is None else [targets])]
-        key = (loss, tuple(params), *((t.shape, t.dtype, t.device) for t in inputs))
-        if key not in self.graphs:
-            self.graphs[key] = self._split(params, x, targets, loss)
-        forward, backward = self.graphs[key]
-        y, *residuals = forward(*inputs)
-
-        def back(cotangent: Tensor) -> tuple:
-            grads = backward(*residuals, cotangent)
-            return dict(zip(params, grads)), *grads[len(params):]
-
-        return y, back
-
-    def _split(self, params: Mapping[str, Tensor], x, targets, loss: Callable) -> tuple:
-        """The executables of `_vjp`'s forward and backward for these inputs: the VJP
-        applied to a cotangent traced as one graph, split at the cotangent."""
-        value = hal.jit(self._apply, static_argnums=3).graph(params, x, targets, loss)
-        shape, dtype = value.meta(value.outputs[0])
-
-        def vjp(params, x, targets, cotangent):
-            y, back = self._vjp(params, x, targets, loss)
-            return y, back(cotangent)
-
-        cotangent = hal.zeros(shape, dtype=dtype, device=x.device)
-        joint = hal.jit(vjp).graph(params, x, targets, cotangent)
-        first, second = split(joint, [len(joint.inputs) - 1], [0])
-        return compile_graph(first, x.device), compile_graph(second, x.device)
 
     def _input_like(self, inputs: Tensor) -> Tensor:
         """A tensor shaped like this stage's input for a microbatch of `inputs` (the output

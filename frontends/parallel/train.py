@@ -85,8 +85,9 @@ def _options(parser: argparse.ArgumentParser) -> None:
         help="sequence parallel: the activations between tp-split layers sharded along the "
              "sequence (needs --tp 2 or more)")
     add("--overlap", action="store_true",
-        help="issue the dp gradient buckets during the backward pass, piece by piece (op by "
-             "op, not hal.jit; needs --dp 2 or more and --zero 0 or 1)")
+        help="issue the dp gradient buckets during the backward pass, piece by piece (each "
+             "piece's forward and backward compiled graphs; needs --dp 2 or more and --zero "
+             "0 or 1)")
     add("--microbatches", type=int, default=d["microbatches"],
         help="microbatches per step with --pp (default: one per stage)")
     add("--schedule", choices=("1f1b", "gpipe"), default=d["schedule"],

@@ -8,12 +8,14 @@ from the seed; each dp rank takes its slice of the batch), takes the next-token
 cross-entropy and its gradient as one `hal.jit` graph (with tp > 1 the graph carries the
 collectives; with pp > 1 each rank runs its pipeline stage's forward and backward per
 microbatch under the schedule as two compiled graphs, op by op with `eager`, exchanging
-activations and gradients with send/recv between them: `pipeline.py`), averages the
-gradients over dp (`DataParallel`: buckets, optionally ZeRO-1/2) and steps AdamW (or
-SGD) with a linear warmup and decay. Rank 0 prints a line every `log_every` steps and a
-summary: loss first -> last, tokens/s and the median time per step (over the steps after
-the first, which traces the graph), the share of those steps' time spent inside
-collectives, and a greedy sample of the trained model (`generate`).
+activations and gradients with send/recv between them: `pipeline.py`; with `overlap` each
+piece of the model's chain likewise, its gradient buckets all-reduced as soon as its
+backward has run: `overlap.py`), averages the gradients over dp (`DataParallel`: buckets,
+optionally ZeRO-1/2) and steps AdamW (or SGD) with a linear warmup and decay. Rank 0
+prints a line every `log_every` steps and a summary: loss first -> last, tokens/s and the
+median time per step (over the steps after the first, which traces the graph), the share
+of those steps' time spent inside collectives, and a greedy sample of the trained model
+(`generate`).
 """
 
 from __future__ import annotations
@@ -162,10 +164,10 @@ class Trainer:
     """One rank's training state for a config: the mesh (dp x pp x tp), the model
     (parallelized when tp > 1), the loss and its gradient (one `hal.jit` graph unless
     `eager`; with pp > 1 this rank's pipeline `stage`, whose parameters are `params`, its
-    microbatches' forwards and backwards compiled graphs unless `eager`; with
-    `overlap` an `OverlappedStep`), the optimizer and the data-parallel gradient sync.
-    Collective: every rank of `comm` builds it with the same config, then calls `step`
-    together; `close()` (or a with block) frees the mesh."""
+    microbatches' forwards and backwards compiled graphs unless `eager`; with `overlap`
+    an `OverlappedStep`, its pieces' likewise), the optimizer and the data-parallel
+    gradient sync. Collective: every rank of `comm` builds it with the same config, then
+    calls `step` together; `close()` (or a with block) frees the mesh."""
 
     def __init__(self, config: Mapping | None = None, comm=None):
         from mpi4py import MPI
@@ -205,7 +207,8 @@ class Trainer:
         if self.stage is not None:
             self.params = {n: self.params[n] for n in self.stage.names if n in self.params}
         self.overlapped = OverlappedStep(single, self.mesh, self.data_parallel,
-                                         sequence_parallel=c["sp"]) if c["overlap"] else None
+                                         sequence_parallel=c["sp"],
+                                         jit=not c["eager"]) if c["overlap"] else None
         if self.data_parallel:
             self.params = self.data_parallel.broadcast(self.params)
 

@@ -1,6 +1,6 @@
 """The "Parallel training" section: the LM's steps per layout with scaling efficiency and the
-share of a step in collectives, bucketing, ZeRO-2 and the pipeline stage's compiled
-graphs (against op by op) compared, the pipeline's bubble
+share of a step in collectives, bucketing, ZeRO-2, overlap and the pipeline stage's
+compiled graphs (against op by op) compared, the pipeline's bubble
 against its formulas, all_reduce algorithms
 against the cost model's choice, and the planner's projection for a 175B model beside
 the published claims (all from the parallel suite's records and facts)."""
@@ -18,6 +18,7 @@ from reports.section import Block, Section
 SINGLE = "1 rank"
 COMPARISONS = {"buckets on / off": ("dp=2", "dp=2 buckets off"),
                "ZeRO-2 / plain dp=2": ("dp=2 zero=2", "dp=2"),
+               "overlap / buckets after the backward": ("dp=2 overlap", "dp=2"),
                "pp=2 graphs / op by op": ("pp=2", "pp=2 eager")}
 PLAN_COLUMNS = {"dp": "dp", "tp": "tp", "zero": "ZeRO", "recompute": "recompute",
                 "global_batch": "batch", "dp_algorithm": "dp algorithm", "step_s": "step s",
@@ -107,8 +108,8 @@ def steps_table(ms: list[Measurement]) -> pd.DataFrame:
 
 
 def comparisons(ms: list[Measurement]) -> dict[str, str]:
-    """Step-time ratios: buckets on / off, ZeRO-2 / plain dp=2, pp=2's stages as compiled
-    graphs / op by op, where both were measured."""
+    """Step-time ratios: buckets on / off, ZeRO-2 / plain dp=2, overlapped buckets / after
+    the backward, pp=2's stages as compiled graphs / op by op, where both were measured."""
     steps = _steps(ms)
     found = {}
     for name, (a, b) in COMPARISONS.items():

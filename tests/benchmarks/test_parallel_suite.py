@@ -65,12 +65,13 @@ def test_the_suite_has_a_step_per_layout_and_all_reduce_per_size_and_algorithm()
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("layout", ["dp=2", "tp=2", "tp=2 sp", "pp=2", "pp=2 gpipe",
-                                    "pp=2 eager"])
+@pytest.mark.parametrize("layout", ["dp=2", "dp=2 overlap", "tp=2", "tp=2 sp", "pp=2",
+                                    "pp=2 gpipe", "pp=2 eager"])
 def test_a_two_rank_step_has_the_single_process_loss(job, layout):
     ranks = job(layout)
     assert (ranks.info["dp"], ranks.info["pp"], ranks.info["tp"]) == {
-        "dp=2": (2, 1, 1), "tp=2": (1, 1, 2), "tp=2 sp": (1, 1, 2)}.get(layout, (1, 2, 1))
+        "dp=2": (2, 1, 1), "dp=2 overlap": (2, 1, 1), "tp=2": (1, 1, 2),
+        "tp=2 sp": (1, 1, 2)}.get(layout, (1, 2, 1))
     expected = suite.single_loss()
     losses = [ranks.request("step")["loss"] for _ in range(2)]  # lr 0: the same every step
     assert losses[0] == losses[1]

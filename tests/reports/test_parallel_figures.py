@@ -13,6 +13,7 @@ from reports.report import build_report
 LAYOUTS = {"1 rank": ({"dp": 1}, 0.100), "dp=2": ({"dp": 2}, 0.080),
            "dp=2 buckets off": ({"dp": 2, "bucket_mb": 0}, 0.100),
            "dp=2 zero=2": ({"dp": 2, "zero": 2}, 0.120), "tp=2": ({"dp": 1, "tp": 2}, 0.090),
+           "dp=2 overlap": ({"dp": 2, "overlap": True}, 0.072),
            "pp=2": ({"dp": 1, "pp": 2, "microbatches": 4}, 0.060),
            "pp=2 eager": ({"dp": 1, "pp": 2, "microbatches": 4, "eager": True}, 0.075)}
 LINES = {"lines/single_device_lines": 40, "lines/parallel_lines": 46, "lines/lines_differing": 6,
@@ -76,6 +77,7 @@ def test_comparisons_are_step_time_ratios(parallel_file):
     found = parallel.comparisons(load_results(parallel_file).measurements)
     assert float(found["buckets on / off"]) == pytest.approx(0.8, rel=0.03)
     assert float(found["ZeRO-2 / plain dp=2"]) == pytest.approx(1.5, rel=0.03)
+    assert float(found["overlap / buckets after the backward"]) == pytest.approx(0.9, rel=0.03)
     assert float(found["pp=2 graphs / op by op"]) == pytest.approx(0.8, rel=0.03)
 
 

@@ -133,8 +133,11 @@ with Trainer(config) as trainer:
         worst = max(worst, float(np.max(np.abs(mine.numpy() - full)) / np.max(np.abs(full))))
     emit({"losses": losses, "worst": worst, "names": len(trainer.params),
           "counts": dict(trainer.mesh.groups["pp"].counts), "stage": coords["pp"],
+          "collectives": {a: dict(g.counts) for a, g in trainer.mesh.groups.items()},
           "held": trainer.stage.held if trainer.stage else None,
-          "graphs": len(trainer.stage.graphs) if trainer.stage else None,
+          "graphs": len(trainer.stage.vjp.graphs) if trainer.stage else
+                    [len(v.graphs) for v in trainer.overlapped.vjps] if trainer.overlapped
+                    else None,
           "held_formula": held_activations(c["schedule"], c["pp"], coords["pp"],
                                            c["microbatches"]),
           "expected": {k: STEPS * n for k, n in p2p_per_step(
@@ -147,6 +150,18 @@ def _train(run_ranks, config: dict, steps: int = 3):
     ranks = config.get("dp", 1) * config.get("pp", 1) * config.get("tp", 1)
     code = TRAIN.replace("STEPS", str(steps)).replace("CONFIG", repr(config))
     return run_ranks(ranks, code, timeout=240, env=ENV)
+
+
+def _jitted_and_eager(run_ranks, config: dict) -> list[tuple[dict, dict]]:
+    """Each rank's (jitted, op-by-op) training runs of config, their losses checked equal to
+    each other and to one process's, and their parameters to one process's."""
+    pairs = list(zip(_train(run_ranks, config), _train(run_ranks, {**config, "eager": True}),
+                     strict=True))
+    for a, b in pairs:
+        for (x, single), (y, _) in zip(a["losses"], b["losses"], strict=True):
+            assert x == pytest.approx(single, rel=1e-10) and x == pytest.approx(y, rel=1e-10)
+        assert a["worst"] < 1e-10 and b["worst"] < 1e-10
+    return pairs
 
 
 @pytest.mark.mpi
@@ -173,12 +188,7 @@ def test_jitted_stages_equal_op_by_op_stages_and_one_process(run_ranks, layout, 
     traced once, split at the cotangent) give the op-by-op stage's numbers."""
     dp, pp, tp = layout
     config = {"dp": dp, "pp": pp, "tp": tp, "microbatches": 2, "schedule": kind}
-    jitted = _train(run_ranks, config)
-    eager = _train(run_ranks, {**config, "eager": True})
-    for a, b in zip(jitted, eager, strict=True):
-        for (x, single), (y, _) in zip(a["losses"], b["losses"], strict=True):
-            assert x == pytest.approx(single, rel=1e-10) and x == pytest.approx(y, rel=1e-10)
-        assert a["worst"] < 1e-10 and b["worst"] < 1e-10
+    for a, b in _jitted_and_eager(run_ranks, config):
         assert a["counts"] == b["counts"] == a["expected"]
         assert a["held"] == b["held"] == a["held_formula"]
         assert a["graphs"] == 1 and b["graphs"] == 0
@@ -389,14 +399,22 @@ with Mesh((2,), ("tp",)) as mesh:
 
 # -- gradient buckets overlapped with the backward pass ---------------------------------------
 @pytest.mark.mpi
-@pytest.mark.parametrize("layout, zero", [((2, 1, 1), 1), ((2, 1, 2), 0)],
-                         ids=["dp2-zero1", "dp2-tp2-sp"])
-def test_overlapped_buckets_train_as_one_process(run_ranks, layout, zero):
-    """Overlap composes with ZeRO-1 (the averaged gradients' shard) and with tp + sp (each
-    piece's partial gradients summed over tp before its buckets go over dp)."""
-    dp, _, tp = layout
-    out = _train(run_ranks, {"dp": dp, "tp": tp, "sp": tp > 1, "overlap": True,
-                             "bucket_mb": 0.001, "zero": zero})
+@pytest.mark.parametrize("zero", [0, 1], ids=["dp2", "dp2-zero1"])
+def test_jitted_overlap_equals_op_by_op_overlap_and_one_process(run_ranks, zero):
+    """Each piece's forward and backward as two compiled graphs (its VJP traced once,
+    split at the cotangent) give the op-by-op pieces' numbers and collectives; overlap
+    composes with ZeRO-1 (the averaged gradients' shard)."""
+    config = {"dp": 2, "overlap": True, "bucket_mb": 0.001, "zero": zero}
+    for a, b in _jitted_and_eager(run_ranks, config):
+        assert a["collectives"] == b["collectives"]
+        assert a["graphs"] == [1, 1, 1, 1] and b["graphs"] == [0, 0, 0, 0]
+
+
+@pytest.mark.mpi
+def test_overlapped_buckets_with_tp_sp_train_as_one_process(run_ranks):
+    """Each piece's partial gradients summed over tp before its buckets go over dp."""
+    out = _train(run_ranks, {"dp": 2, "tp": 2, "sp": True, "overlap": True,
+                             "bucket_mb": 0.001})
     for rank in out:
         for split, single in rank["losses"]:
             assert split == pytest.approx(single, rel=1e-10)
@@ -417,25 +435,26 @@ def test_dp2_tp2_sp_zero1_trains_as_one_process(run_ranks, overlap):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("eager", [False, True], ids=["jit", "eager"])
 def test_overlap_issues_each_pieces_buckets_before_the_backward_of_the_pieces_before_it(
-        run_ranks):
+        run_ranks, eager):
     out = run_ranks(2, """
 import hal
-from frontends.parallel import overlap
+from frontends.parallel.pipeline import SplitVJP
 from frontends.parallel.trainer import Trainer
 config = {"dp": 2, "overlap": True, "batch": 4, "seq": 8, "dim": 16, "heads": 2, "layers": 2,
-          "dtype": "float64"}
+          "dtype": "float64", "eager": EAGER}
 log = []
-vjp = overlap.ag.vjp
-def logged_vjp(f, *primals):
-    y, back = vjp(f, *primals)
+vjp = SplitVJP.__call__
+def logged_vjp(self, *args):
+    y, back = vjp(self, *args)
     piece = len([e for e in log if e[0] == "forward"])
     log.append(("forward", piece))
     def logged_back(ct):
         log.append(("backward", piece))
         return back(ct)
     return y, logged_back
-overlap.ag.vjp = logged_vjp
+SplitVJP.__call__ = logged_vjp
 with Trainer(config) as trainer:
     dp = trainer.data_parallel
     start = dp.start
@@ -446,7 +465,7 @@ with Trainer(config) as trainer:
     ids, targets = next(trainer.batches(1))
     trainer.step(ids, targets)
     emit({"log": log, "issued": trainer.mesh.groups["dp"].counts["iall_reduce"]})
-""", env=ENV)
+""".replace("EAGER", str(eager)), env=ENV)
     for rank in out:
         log = [tuple(e) if e[0] != "start" else ("start", tuple(e[1])) for e in rank["log"]]
         assert log == [("forward", 0), ("forward", 1), ("forward", 2), ("forward", 3),
@@ -455,6 +474,28 @@ with Trainer(config) as trainer:
                        ("backward", 1), ("start", ("blocks",)),
                        ("backward", 0), ("start", ("positions", "tokens"))]
         assert rank["issued"] == 4  # one bucket (of 25 MiB at most) per piece
+
+
+@pytest.mark.mpi
+def test_an_overlapped_piece_that_fails_ends_the_job_with_its_reason(run_ranks):
+    proc = run_ranks(2, '''
+from frontends.parallel import trainer as module
+from frontends.parallel.trainer import Trainer
+from mpi4py import MPI
+original = module.cross_entropy
+def failing(logits, targets):  # traced into the head's piece
+    if MPI.COMM_WORLD.Get_rank() == 1:
+        raise RuntimeError("injected in the head's piece")
+    return original(logits, targets)
+module.cross_entropy = failing
+with Trainer({"dp": 2, "overlap": True, "batch": 4, "seq": 8, "dim": 16, "heads": 2,
+              "layers": 2}) as trainer:
+    for ids, targets in trainer.batches(2):
+        trainer.step(ids, targets)
+''', env=ENV, timeout=120, expect_failure=True)
+    assert proc.returncode != 0
+    assert "rank 1 of 2: uncaught RuntimeError" in proc.stderr
+    assert "injected in the head's piece" in proc.stderr
 
 
 def test_the_four_d_script_is_counted():
