@@ -20,9 +20,11 @@ carries them (never folded, merged or dropped).
 Groups are the runtime's (hal/runtime/groups.py, re-exported here): hal itself knows one,
 "self" (one rank: every collective is the identity), so the ops are defined and tested on
 a single process; a distributed frontend registers real groups (`register_group`), e.g.
-over MPI. The cpu backend runs them directly; opencl, tvm, cuda and onnxruntime register
-kernels that stage through host memory (`KernelTable.register_staged_collectives`); a
-backend without either (the null template) runs them as the CPU fallback.
+over MPI. The cpu backend runs them directly; opencl, tvm and onnxruntime register
+kernels that stage through host memory (`KernelTable.register_staged_collectives`); cuda's
+run a group's device library (NCCL) where the group's `transport` names one, else stage
+(`register_device_collectives`); a backend without any (the null template) runs them as
+the CPU fallback.
 
     hal.register_group("tp", group)
     y = hal.all_reduce(x, group="tp")

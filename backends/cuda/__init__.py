@@ -6,7 +6,8 @@ vector fast path (elementwise, vector), int8 and half-precision products on the 
 cores through cuBLAS gemmEx (int8, gemm_ex), cuFFT plans of hal's own (fft_plan), fused
 kernels for the composites and one generated kernel per elementwise fused group of a
 graph (graph_kernels); a jitted graph is
-recorded once as a CUDA graph and replayed (capture). Either cupy wheel
+recorded once as a CUDA graph and replayed (capture); collectives among ranks each on a
+GPU of its own run through NCCL (nccl), others stage through host memory. Either cupy wheel
 works: cupy-cuda12x (`pip install -e '.[cuda]'`) or cupy-cuda13x (`.[cuda13]`). cupy is
 imported only when the backend is asked about devices, so hal loads without it.
 """
@@ -76,6 +77,23 @@ class CudaBackend(hal.Backend):
         from . import capture
 
         return capture.replay(device, graph, copies, outputs)
+
+    def collectives_transport(self, device) -> str:
+        """"nccl" where cupy's NCCL binding finds the library, else "host (why)"."""
+        try:
+            from cupy.cuda import nccl
+        except Exception as e:  # a cupy built without the binding fails in several ways
+            return f"host (cupy's NCCL binding does not import: {type(e).__name__}: {e})"
+        if not nccl.available:
+            return ("host (cupy finds no NCCL library; pip install nvidia-nccl-cu12, or "
+                    "nvidia-nccl-cu13 beside cupy-cuda13x)")
+        return "nccl"
+
+    def open_collectives(self, device, size, rank, bootstrap):
+        """An NCCL communicator of the group's ranks (see nccl)."""
+        from .nccl import NcclCollectives
+
+        return NcclCollectives(device, size, rank, bootstrap)
 
     def unsupported_on(self, device) -> dict:
         """bfloat16 where the installed cupy has no bfloat16 arrays."""

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import hal
 
 kernels = hal.KernelTable("cuda")
-kernels.register_staged_collectives()  # through host memory (the mpich wheel is not CUDA-aware)
+kernels.register_device_collectives()  # NCCL where the group's transport is, else the host
 
 
 def register(op: str, dtypes=None) -> Callable:

@@ -13,6 +13,10 @@ n is always the bytes of the whole buffer on one rank: the array summed (all_red
 array scattered (reduce_scatter), the array gathered (all_gather), the array exchanged
 (all_to_all).
 
+The transports of a device's tensors have figures of their own (`transport_seconds`):
+staged through the host (two copies around the MPI fit) or a device library such as NCCL
+(ASSUMED_DEVICE_LIBRARIES: assumptions until calibrated on a multi-GPU node).
+
     mpiexec -n 2 python -m frontends.parallel.cost     # calibrate, store, print the table
 """
 
@@ -51,6 +55,39 @@ SCHEMA, VERSION = "hal.parallel.cost_model", 1
 DEFAULT_SIZES = tuple(8 * 4**k for k in range(12))  # 8 B .. 32 MiB
 ENV_PREFIXES = ("MPIR_CVAR_", "MPICH_", "UCX_", "FI_", "OMPI_MCA_", "I_MPI_", "OMP_NUM_THREADS")
 MATCHED_CONTEXT = ("ranks", "nodes", "hosts", "mpi4py", "mpi_library", "env")
+
+
+# The transports of a device's tensors (frontends/parallel/transport.py), as (alpha s,
+# beta s/byte) of an all_reduce of n bytes per rank. ASSUMPTIONS, not measurements: no
+# multi-GPU node has run hal; calibrate them there. NCCL's ring all-reduce between 2 GPUs
+# over PCIe Gen4 (~12 GB/s algorithm bandwidth, ~20 us); over NVLink 4 it reaches ~150-350
+# GB/s at ~10 us, so PCIe is the cautious figure. A staged collective copies the buffer
+# to the host and back (pageable memory: ~10 GB/s and ~10 us a copy) around MPI's
+# all-reduce, whose fit is the calibrated model's where one is given, else the mpich
+# wheel's measured on a 2-core machine (~8 us, ~1 GB/s).
+ASSUMED_DEVICE_LIBRARIES = {"nccl": (20e-6, 1 / 12e9)}
+ASSUMED_STAGING_COPY = (10e-6, 1 / 10e9)
+ASSUMED_HOST_ALL_REDUCE = (8e-6, 1 / 1e9)
+
+
+def transport_seconds(transport: str, nbytes: float, cost: CostModel | None = None) -> float:
+    """Predicted seconds of an all_reduce of nbytes per rank of a device's tensors by
+    `transport`: "host" (staged: two copies and MPI's all-reduce, the calibrated `cost`'s
+    best algorithm where given) or a device library of ASSUMED_DEVICE_LIBRARIES."""
+    if transport == "host":
+        copy_alpha, copy_beta = ASSUMED_STAGING_COPY
+        if cost is None:
+            alpha, beta = ASSUMED_HOST_ALL_REDUCE
+            host = alpha + beta * nbytes
+        else:
+            host = cost.predict("all_reduce", cost.choose(nbytes), nbytes)
+        return 2 * (copy_alpha + copy_beta * nbytes) + host
+    try:
+        alpha, beta = ASSUMED_DEVICE_LIBRARIES[transport]
+    except KeyError:
+        raise HalError(f"transport_seconds: no figures for transport {transport!r}; known: "
+                       f"host, {', '.join(ASSUMED_DEVICE_LIBRARIES)}") from None
+    return alpha + beta * nbytes
 
 
 def run(algorithm: str, comm: MPI.Comm, x: np.ndarray, node: MPI.Comm | None = None

@@ -9,6 +9,11 @@ per axis: the ranks that share every other coordinate. Each becomes an `MPIGroup
     with Mesh((2, 2), ("dp", "tp")) as mesh:
         y = hal.collectives.all_reduce(x, group=mesh.group("tp"))
 
+Devices. Given this rank's `device`, the Mesh chooses each group's transport
+(transport.py): a device library such as NCCL where the group's ranks sit on distinct
+devices of one node and the backend has one, else host memory; `MPIGroup.transport` says
+which, and why not the library.
+
 Reliability. Every rank must issue the same collectives on a group in the same order with
 the same shapes and dtypes; when one does not, MPI hangs, mixes data or fails deep inside
 MPICH. So before each collective the ranks compare (sequence number, op, dtype, shape,
@@ -41,6 +46,7 @@ import hal
 from hal import dtypes
 from hal.ops.shapes import axis as _axis
 
+from . import transport
 from .abort import abort_job, abort_on_uncaught_exceptions, rank_message
 
 _MESHES = itertools.count()  # meshes are created collectively, so every rank numbers alike
@@ -106,6 +112,9 @@ class MPIGroup:
     `all_reduce` takes an algorithm of `cost.ALGORITHMS` ("allreduce" unless a CostModel
     `cost` chooses by size); "hierarchical" reduces within `node` (the group's ranks on
     this node). `send`/`recv` move arrays between two ranks (a pipeline's stages).
+    `transport` is "host (why)", or the name of the device library `collectives` (a
+    `hal.runtime.groups.DeviceCollectives`) that `on_device` runs the device's arrays
+    through (the cuda backend's kernels call it).
     `counts`, `bytes` and `seconds` (Counters keyed by op name, the nonblocking ones as
     "iall_reduce" etc.) say how many calls, how many bytes this rank
     put on the wire and how long it spent inside them; `last` is the last collective
@@ -113,9 +122,12 @@ class MPIGroup:
     """
 
     def __init__(self, comm, name: str, *, node=None, debug: bool | None = None,
-                 timeout: float | None = None, cost=None):
+                 timeout: float | None = None, cost=None,
+                 transport: str = "host (the group was given no device library)",
+                 collectives=None):
         MPI = _mpi()
         self.comm, self.name, self.node, self.cost = comm, name, node, cost
+        self.transport, self.collectives = transport, collectives
         self.size, self.rank = comm.Get_size(), comm.Get_rank()
         self.debug = _flag(debug, "HAL_PARALLEL_DEBUG") and self.size > 1
         self.timeout = _timeout(timeout)
@@ -195,6 +207,18 @@ class MPIGroup:
         self.comm.Alltoall(_raw(send), _raw(out))
         self._disarm(call, started)
         return np.concatenate(out, concat_axis)
+
+    def on_device(self, op: str, x, **params):
+        """Collective `op` (all_reduce, all_gather, reduce_scatter) on x, a native array of
+        this rank's device, through the device library `transport` names: counted, checked
+        and watched as the host ones (its `seconds` are the time to enqueue it)."""
+        if "axis" in params:
+            params["axis"] = _axis(op, params["axis"], x.ndim)
+        call = self._begin(op, x, " ".join(f"{k}={v}" for k, v in params.items()), x.nbytes)
+        started = self._arm(call)
+        out = getattr(self.collectives, op)(x, **params)
+        self._disarm(call, started)
+        return out
 
     # -- nonblocking collectives on 1-D arrays -----------------------------------------
     def iall_reduce(self, x) -> Pending:
@@ -276,9 +300,10 @@ class MPIGroup:
             self._sends.pop(0)
 
     def close(self) -> None:
-        """Deliver the sends in flight, stop the watchdog (the communicator stays its
-        owner's)."""
+        """Deliver the sends in flight, stop the watchdog, drop the device library's
+        collectives (the communicator stays its owner's)."""
         self.flush()
+        self.collectives = None
         if self._watchdog is not None:
             self._watchdog.stop()
             self._watchdog = None
@@ -400,7 +425,9 @@ class Mesh:
     `node` the ranks on this node. `debug` (default on, unless HAL_PARALLEL_DEBUG=0),
     `timeout` and `cost` go to every group (see MPIGroup); cost="calibrate" is the model
     `cost.load_or_calibrate` gives (the JSON stored for this job's ranks and nodes, else
-    calibrated now and stored). `abort_on_error` (default on, unless
+    calibrated now and stored). `device` (a hal.Device, or None for host memory) is where
+    this rank's tensors live: each group's `transport` is chosen from every rank's
+    (transport.py; `place(device)` chooses again). `abort_on_error` (default on, unless
     HAL_PARALLEL_ABORT_ON_ERROR=0): with more than one rank, an uncaught exception on any
     rank, or a nonzero `sys.exit` inside the mesh's `with` block, aborts the whole job with
     that rank's reason (see the module docstring). `close()` (or leaving a `with` block)
@@ -408,7 +435,8 @@ class Mesh:
     """
 
     def __init__(self, shape, names, comm=None, *, debug: bool | None = None,
-                 timeout: float | None = None, cost=None, abort_on_error: bool | None = None):
+                 timeout: float | None = None, cost=None, device=None,
+                 abort_on_error: bool | None = None):
         MPI = _mpi()
         comm = MPI.COMM_WORLD if comm is None else comm
         self.shape, self.names = _layout(shape, names, comm.Get_size())
@@ -439,6 +467,18 @@ class Mesh:
                              timeout=timeout, cost=cost)
             hal.collectives.register_group(group.name, group)
             self.groups[name] = group
+        self.place(device)
+
+    def place(self, device) -> None:
+        """Choose each group's transport for this rank's tensors on `device` (a hal.Device,
+        or None for host memory), from every rank's (transport.py); collective."""
+        here = transport.place(device)
+        for group in self.groups.values():
+            group.transport = transport.choose(group.comm.allgather(here), group.cost)
+            group.collectives = None
+            if not group.transport.startswith("host"):
+                group.collectives = device.backend.open_collectives(
+                    device, group.size, group.rank, functools.partial(_bootstrap, group.comm))
 
     def group(self, axis: str) -> str:
         """The name the axis's group is registered under (pass it as `group=`)."""
@@ -499,6 +539,11 @@ def _layout(shape, names, ranks: int) -> tuple[tuple[int, ...], tuple[str, ...]]
             f"{ranks}; run under `mpiexec -n {math.prod(shape)}`, or choose a shape whose "
             f"product is {ranks}")
     return shape, names
+
+
+def _bootstrap(comm, make):
+    """What make() returns on rank 0 of comm, on every rank (a device library's unique id)."""
+    return comm.bcast(make() if comm.Get_rank() == 0 else None, root=0)
 
 
 def _summable(x: np.ndarray) -> np.ndarray:

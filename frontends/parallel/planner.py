@@ -25,7 +25,7 @@ from tabulate import tabulate
 
 from hal import HalError
 
-from .cost import CostModel
+from .cost import ASSUMED_DEVICE_LIBRARIES, CostModel
 
 TENSORS_PER_LAYER = 12  # a GPT block: QKV, projection, 2 MLP weights, their 4 biases, 2 norms x 2
 OTHER_TENSORS = 4  # token and position embeddings, the final norm's weight and bias
@@ -79,18 +79,25 @@ class ClusterSpec:
 
     @classmethod
     def from_cost_model(cls, cost: CostModel, *, peak_flops: float, mfu: float,
-                        memory: float, name: str = "calibrated") -> ClusterSpec:
+                        memory: float, name: str = "calibrated",
+                        intra_node: str = "mpi") -> ClusterSpec:
         """The ranks a CostModel was calibrated on, as a cluster: the link whose ring
         all-reduce, 2(p-1) latency + 2(p-1)/p n / bw, equals its fitted "allreduce" alpha +
-        beta n at p ranks, used within and between nodes alike."""
+        beta n at p ranks, used within and between nodes alike; with intra_node="nccl" the
+        link within a node is NCCL's instead (cost.ASSUMED_DEVICE_LIBRARIES: an
+        assumption for 2 GPUs until calibrated on a GPU node), MPI's between nodes."""
         ranks, nodes = cost.context["ranks"], cost.context["nodes"]
         if ranks < 2:
             raise HalError(f"ClusterSpec.from_cost_model: the model was calibrated on {ranks} "
                            "rank; calibrate on 2 or more (mpiexec -n 2 ...)")
-        alpha, beta = cost.fits["all_reduce", "allreduce"]
-        latency, bw = alpha / (2 * (ranks - 1)), 2 * (ranks - 1) / (ranks * beta)
-        return cls(name, ranks, ranks // nodes, peak_flops, mfu, bw, latency, bw, latency,
-                   memory)
+        if intra_node not in ("mpi", *ASSUMED_DEVICE_LIBRARIES):
+            raise HalError(f"ClusterSpec.from_cost_model: intra_node={intra_node!r}; use mpi "
+                           f"or one of {', '.join(ASSUMED_DEVICE_LIBRARIES)}")
+        latency, bw = _ring_link(*cost.fits["all_reduce", "allreduce"], ranks)
+        intra = (latency, bw) if intra_node == "mpi" else _ring_link(
+            *ASSUMED_DEVICE_LIBRARIES[intra_node], 2)
+        return cls(name, ranks, ranks // nodes, peak_flops, mfu, intra[1], intra[0], bw,
+                   latency, memory)
 
 
 DGX_A100 = ClusterSpec("DGX A100", gpus=1024, gpus_per_node=8, peak_flops=312e12, mfu=0.45,
@@ -111,6 +118,12 @@ BF16 per GPU, 80 GB HBM3, NVLink 4 at 900 GB/s per GPU both directions (450 one 
 (NVLink) and 5 us (InfiniBand) per ring step."""
 
 CLUSTERS = {"dgx-a100": DGX_A100, "h100": H100_CLUSTER}
+
+
+def _ring_link(alpha: float, beta: float, ranks: int) -> tuple[float, float]:
+    """(latency, bandwidth) of the link whose ring all-reduce over `ranks` takes alpha +
+    beta n."""
+    return alpha / (2 * (ranks - 1)), 2 * (ranks - 1) / (ranks * beta)
 
 
 def ring(collective: str, nbytes: float, ranks: int, latency: float, bw: float) -> float:

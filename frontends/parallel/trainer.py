@@ -181,8 +181,9 @@ class Trainer:
         self.config = c = check_config(config, comm.Get_size())
         self.dp, self.pp, self.tp = dp, pp, tp = c["dp"], c["pp"], c["tp"]
         self.mesh = Mesh((dp, pp, tp), ("dp", "pp", "tp"), comm, debug=c["debug"],
-                         timeout=c["timeout"])
+                         timeout=c["timeout"])  # first: a rank that fails below ends the job
         self.device = rank_device(c["device"], comm)
+        self.mesh.place(self.device)
         single = LanguageModel(VOCAB, c["dim"], c["heads"], c["layers"], c["seq"],
                                dtype=hal.dtype(c["dtype"]), device=self.device,
                                seed=c["seed"])

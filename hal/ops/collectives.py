@@ -124,3 +124,17 @@ def staged_kernel(op: str):
                                         requirements="C"))  # a 0-d result stays 0-d
 
     return kernel
+
+
+def device_kernel(op: str):
+    """A kernel for a device whose backend has collectives of its own: the group's
+    `on_device` where its transport is that library, else staged through host memory."""
+    staged = staged_kernel(op)
+
+    def kernel(device, x, *, group, **params):
+        g = groups.group(group)
+        if groups.staged(g):
+            return staged(device, x, group=group, **params)
+        return g.on_device(op, x, **params)
+
+    return kernel

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from ..runtime import dtypes as dt
+from ..runtime.groups import ON_DEVICE
 from .collectives import OPS as COLLECTIVES
-from .collectives import P2P, staged_kernel
+from .collectives import P2P, device_kernel, staged_kernel
 from .spec import spec
 
 Kernel = Callable[..., Any]
@@ -36,6 +37,15 @@ class KernelTable:
         whose library has its own collectives (NCCL, say) registers those instead."""
         for op in (*COLLECTIVES, *P2P):
             self.register(op)(staged_kernel(op))
+
+    def register_device_collectives(self) -> None:
+        """Kernels for the collective and point-to-point ops of a backend with collectives
+        of its own (`Backend.open_collectives`): all_reduce, all_gather, reduce_scatter and
+        gather_to_group through the group's device library where its transport is one,
+        everything else (and every op on a group whose transport is host) staged."""
+        self.register_staged_collectives()
+        for op in (*ON_DEVICE, "gather_to_group"):
+            self.register(op)(device_kernel("all_gather" if op == "gather_to_group" else op))
 
     def register(self, op: str, dtypes: Iterable | None = None, *, device_arg: bool = True):
         """Decorator: `fn(device, *natives, **params) -> native` for `op` on `dtypes`.

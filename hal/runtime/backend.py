@@ -103,6 +103,20 @@ class Backend:
         (hal.compile.capture) drops the capture: the call and later ones run uncaptured."""
         raise NotImplementedError  # abstract hook: only a backend whose capture records
 
+    def collectives_transport(self, device: Device) -> str:
+        """How collectives among ranks on distinct devices of this backend on one node can
+        run: the name of the backend's own collectives library ("nccl", say), or "host
+        (why)" where they stage through host memory (the default). Cheap: opens nothing."""
+        return f"host (the {self.name} backend has no collectives of its own)"
+
+    def open_collectives(self, device: Device, size: int, rank: int,
+                         bootstrap: Callable[[Callable[[], Any]], Any]):
+        """The library's collectives (a `hal.runtime.groups.DeviceCollectives`) among `size`
+        ranks, this one `rank` on `device`; called on every rank of a group at once, only
+        where `collectives_transport` named a library. `bootstrap(make)` returns, on every
+        rank, what `make()` returned on rank 0 (the library's unique id, say)."""
+        raise NotImplementedError  # abstract hook: only a backend with its own collectives
+
     def unsupported_on(self, device: Device) -> Mapping[str, str]:
         """Op or dtype name -> why, for one device (default: the backend's `unsupported`)."""
         return self.unsupported

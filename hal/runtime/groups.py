@@ -5,6 +5,12 @@ collective ops are defined and tested on a single process. A distributed fronten
 registers real groups (`register_group`), e.g. over MPI; a group computes on host numpy
 arrays. The collective ops (hal/ops/collectives.py, hal/collectives.py) name their
 group by a `group` parameter and look it up here.
+
+A group's `transport` says how its collectives reach a device's tensors: "host (why)"
+where they stage through host memory, or the name of a device library (e.g. "nccl") whose
+collectives the group runs on the devices' own arrays (`on_device`). The library is the
+backend's (`Backend.open_collectives`, a `DeviceCollectives`); the group that decided to
+use it keeps it, so hal's kernels ask the group and no layer imports the one above.
 """
 
 from __future__ import annotations
@@ -17,17 +23,38 @@ import numpy as np
 from .errors import HalError, ShapeError
 
 
+class DeviceCollectives(Protocol):
+    """A device library's collectives among the ranks of one group (NCCL, say), on the
+    native arrays of this rank's device, enqueued in the device's stream order; the
+    arguments and results are as `Group`'s."""
+
+    def all_reduce(self, x): ...
+
+    def all_gather(self, x, axis: int): ...
+
+    def reduce_scatter(self, x, axis: int): ...
+
+
+ON_DEVICE = ("all_reduce", "all_gather", "reduce_scatter")  # what a DeviceCollectives runs
+
+
 class Group(Protocol):
     """A process group: `size` ranks, this process is `rank`; collectives on numpy arrays.
 
     Every rank of the group must call the same collectives in the same order with the
     same shapes and dtypes. Chunks are along an axis, rank r holding the r-th of `size`
-    equal chunks; a group refuses (ShapeError) an axis that does not divide.
+    equal chunks; a group refuses (ShapeError) an axis that does not divide. `transport`:
+    "host (why)", or a device library's name when `on_device` runs the ON_DEVICE ops.
     """
 
     name: str
     size: int
     rank: int
+    transport: str
+
+    def on_device(self, op: str, x, **params):
+        """Collective `op` (one of ON_DEVICE) on x, a native array of this rank's device,
+        through the device library that `transport` names (never called when it is host)."""
 
     def all_reduce(self, x: np.ndarray) -> np.ndarray:
         """The elementwise sum of x over the ranks, on every rank."""
@@ -56,6 +83,7 @@ class SelfGroup:
     (itself) waits in a mailbox until a recv from rank 0 with the same tag takes it."""
 
     name, size, rank = "self", 1, 0
+    transport = "host (one process: every collective is the identity)"
 
     def __init__(self) -> None:
         self._mailbox: dict[int, deque] = {}
@@ -95,6 +123,11 @@ class SelfGroup:
 
 
 _GROUPS: dict[str, Group] = {"self": SelfGroup()}
+
+
+def staged(group: Group) -> bool:
+    """True when the group's collectives go through host memory (its transport is host)."""
+    return group.transport.startswith("host")
 
 
 def register_group(name: str, group: Group) -> None:

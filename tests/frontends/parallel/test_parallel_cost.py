@@ -311,6 +311,21 @@ def test_cluster_from_a_cost_model_reproduces_its_all_reduce():
             pytest.approx(cost.predict("all_reduce", "allreduce", n)))
 
 
+def test_cluster_from_a_cost_model_with_nccl_within_the_node():
+    cost = CostModel({("all_reduce", "allreduce"): (12e-6, 2e-9)}, {"ranks": 4, "nodes": 2})
+    host = ClusterSpec.from_cost_model(cost, peak_flops=1e11, mfu=0.5, memory=8e9)
+    nccl = ClusterSpec.from_cost_model(cost, peak_flops=1e11, mfu=0.5, memory=8e9,
+                                       intra_node="nccl")
+    assert (nccl.inter_latency, nccl.inter_bw) == (host.inter_latency, host.inter_bw)
+    alpha, beta = planner.ASSUMED_DEVICE_LIBRARIES["nccl"]
+    for n in (8, 1e6):  # the assumed NCCL all-reduce of 2 GPUs, reproduced by the link
+        assert ring("all_reduce", n, 2, nccl.intra_latency, nccl.intra_bw) == (
+            pytest.approx(alpha + beta * n))
+    with pytest.raises(HalError, match="intra_node='nvlink'; use mpi or one of nccl"):
+        ClusterSpec.from_cost_model(cost, peak_flops=1e11, mfu=0.5, memory=8e9,
+                                    intra_node="nvlink")
+
+
 def test_gpt3_projection_and_the_printed_table(capsys):
     p = project(planner.GPT3_175B, planner.DGX_A100, 128, 8, micro_batch=1, global_batch=1536)
     assert p["compute_s"] == pytest.approx(6 * 175e9 * 1536 * 2048 / (1024 * 312e12 * 0.45))
