@@ -102,16 +102,41 @@ def _reshape(x, *, shape, out_shape, out_dtype):
     return x.reshape(out_shape)
 
 
-# composites whose reference is one numpy expression in the operands' own dtype: it is
-# the kernel there (evaluate's output rule and half-precision lift cost more than the op)
-for _name in ("rms_norm", "rope"):
-    kernels.register(_name, _FUSED, device_arg=False)(ops.spec(_name).reference)
+# Composites as their references compute them, in as few numpy calls as that allows:
+# reductions as the ufuncs' own `reduce` (np.max, np.mean... add a Python layer of 2-4
+# us) and results written in place. A decode step at batch 1 runs dozens of these on
+# vectors of a few hundred elements, where the calls are the cost.
+@kernels.register("rms_norm", _FUSED, device_arg=False)
+def _rms_norm(x, weight=None, *, eps=1e-6):
+    scale = np.add.reduce(x * x, axis=-1, keepdims=True)
+    scale /= x.shape[-1]
+    scale += eps
+    y = np.divide(x, np.sqrt(scale, out=scale))
+    if weight is not None:
+        y *= weight
+    return y
+
+
+@kernels.register("rope", _FUSED, device_arg=False)
+def _rope(x, cos, sin, *, interleaved=False):
+    if interleaved:
+        return ops.spec("rope").reference(x, cos, sin, interleaved=True)
+    half = x.shape[-1] // 2
+    a, b = x[..., :half], x[..., half:]
+    out = np.empty(x.shape, x.dtype)
+    first, second = out[..., :half], out[..., half:]
+    np.multiply(a, cos, out=first)
+    first -= b * sin
+    np.multiply(b, cos, out=second)
+    second += a * sin
+    return out
 
 
 @kernels.register("softmax", _FUSED, device_arg=False)
 def _softmax(x, *, axis=-1):
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    e /= np.sum(e, axis=axis, keepdims=True)
+    e = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True))
+    np.exp(e, out=e)
+    e /= np.add.reduce(e, axis=axis, keepdims=True)
     return e
 
 
@@ -153,20 +178,30 @@ def _gelu(x, *, approximate="none"):
     return _gelu_inplace(np.array(x), approximate)
 
 
+def _one_plus_exp_negative(y):
+    """1 + exp(-y) in a temporary of its own (silu and sigmoid divide by it, as their
+    references do)."""
+    t = np.negative(y)
+    np.exp(t, out=t)
+    t += 1
+    return t
+
+
 _EPILOGUES = {
     None: lambda y: y,
     "relu": lambda y: np.maximum(y, 0, out=y),
     "gelu": lambda y: _gelu_inplace(y, "none"),
     "gelu_tanh": lambda y: _gelu_inplace(y, "tanh"),
-    "silu": lambda y: np.multiply(y, 1 / (1 + np.exp(-y)), out=y),
-    "sigmoid": lambda y: np.divide(1, 1 + np.exp(-y), out=y),
+    "silu": lambda y: np.divide(y, _one_plus_exp_negative(y), out=y),
+    "sigmoid": lambda y: np.divide(1, _one_plus_exp_negative(y), out=y),
     "tanh": lambda y: np.tanh(y, out=y),
 }
 
 
 @kernels.register("linear", _FUSED, device_arg=False)
 def _linear(x, weight, bias=None, *, activation=None):
-    if x.ndim > 2 and weight.ndim == 2:  # one GEMM: np.matmul would loop over the batch
+    if x.ndim > 2 and weight.ndim == 2 and math.prod(x.shape[:-2]) > 1:
+        # one GEMM, where np.matmul would loop over the leading axes
         y = np.matmul(x.reshape(-1, x.shape[-1]), weight).reshape(*x.shape[:-1], -1)
     else:
         y = np.matmul(x, weight)
@@ -182,6 +217,17 @@ def _attention(q, k, v, *, causal=False, scale=None):
     if causal:
         scores = np.where(ops.causal_mask(q.shape[-2], k.shape[-2]), scores, -np.inf)
     return np.matmul(_softmax(scores), v)
+
+
+@kernels.register("pad", device_arg=False)
+def _pad(x, *, pad_width, mode="constant", value=0):
+    """Constant padding as a filled array and one assignment (np.pad takes ~20 us even for
+    a few elements); the other modes by np.pad."""
+    if mode != "constant":
+        return ops.spec("pad").reference(x, pad_width=pad_width, mode=mode)
+    out = np.full([n + b + a for n, (b, a) in zip(x.shape, pad_width)], value, x.dtype)
+    out[tuple(slice(b, b + n) for n, (b, _) in zip(x.shape, pad_width))] = x
+    return out
 
 
 @kernels.register("dynamic_update_slice", device_arg=False)

@@ -148,8 +148,11 @@ declare("take", EXTENDED, "take", dt.ALL, lambda x, i, *, axis=None: np.take(x, 
 def update_window(shape: tuple, size: tuple, starts) -> tuple[slice, ...]:
     """The slices of a tensor of `shape` that dynamic_update_slice writes a `size` block to
     at `starts` (host ints), each start clamped into 0..dim - size (XLA's rule)."""
-    return tuple(slice(s, s + n) for s, n in
-                 ((min(max(int(s), 0), dim - n), n) for s, dim, n in zip(starts, shape, size)))
+    window = []
+    for s, dim, n in zip(np.asarray(starts).tolist(), shape, size):
+        s = min(max(s, 0), dim - n)
+        window.append(slice(s, s + n))
+    return tuple(window)
 
 
 def _dynamic_update_slice_meta(operand, update, start_indices):
