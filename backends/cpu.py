@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import os
 import platform
 
@@ -21,6 +22,7 @@ import numpy as np
 import hal
 from hal import dtypes as dt
 from hal import host, ops
+from hal.ops import shapes
 
 from . import cpu_conv, cpu_erf, cpu_fft, cpu_int8
 
@@ -96,10 +98,29 @@ for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
 _FUSED = (dt.float32, dt.float64)
 
 
+# Views planned once per node (`for_shape`): numpy's own methods with the arguments bound,
+# no Python frame per call (a decode step has dozens of these)
 @kernels.register("reshape", device_arg=False)
-def _reshape(x, *, shape, out_shape, out_dtype):
-    """x seen in the shape the op's rule resolved (-1 filled in), without resolving it again."""
-    return x.reshape(out_shape)
+def _reshape(x, *, shape):
+    return x.reshape(shapes.reshape("reshape", x.shape, shape))
+
+
+@kernels.register("permute_dims", device_arg=False)
+def _permute_dims(x, *, axes):
+    return x.transpose(axes)
+
+
+@kernels.register("slice", device_arg=False)
+def _slice(x, *, bounds):
+    return x[ops.slice_index(bounds)]
+
+
+_reshape.for_shape = lambda in_shapes, dtypes, *, shape: operator.methodcaller(
+    "reshape", shapes.reshape("reshape", in_shapes[0], shape))
+_permute_dims.for_shape = lambda in_shapes, dtypes, *, axes: operator.methodcaller(
+    "transpose", axes)
+_slice.for_shape = lambda in_shapes, dtypes, *, bounds: operator.itemgetter(
+    ops.slice_index(bounds))
 
 
 # Composites as their references compute them, in as few numpy calls as that allows:

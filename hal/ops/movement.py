@@ -40,12 +40,17 @@ def _slice_meta(x, *, bounds):
     return tuple(c for _, _, c in bounds), x.dtype
 
 
-def _slice_ref(x, *, bounds):
+def slice_index(bounds) -> tuple[slice, ...]:
+    """The numpy index of a slice op's (start, step, count) bounds, one per axis."""
     index = []
     for start, step, count in bounds:
         stop = start + step * count
         index.append(slice(start, stop if stop >= 0 else None, step))
-    return x[tuple(index)]
+    return tuple(index)
+
+
+def _slice_ref(x, *, bounds):
+    return x[slice_index(bounds)]
 
 
 def _concat_meta(*xs, axis=0):
