@@ -129,28 +129,29 @@ _slice.for_shape = lambda in_shapes, dtypes, *, bounds: operator.itemgetter(
 # vectors of a few hundred elements, where the calls are the cost.
 @kernels.register("rms_norm", _FUSED, device_arg=False)
 def _rms_norm(x, weight=None, *, eps=1e-6):
-    scale = np.add.reduce(x * x, axis=-1, keepdims=True)
-    scale /= x.shape[-1]
-    scale += eps
-    y = np.divide(x, np.sqrt(scale, out=scale))
-    if weight is not None:
-        y *= weight
-    return y
+    """numpy's sum of x * x, then one numba gufunc (cpu_fused.composite) where there is a
+    weight of x's dtype; else the reference."""
+    if weight is None or weight.dtype != x.dtype or _composite("rms_norm") is None:
+        return ops.spec("rms_norm").reference(x, weight, eps=eps)
+    total = np.add.reduce(x * x, axis=-1)  # the reference's np.mean sums so: same values
+    return _composite("rms_norm")(x, total, x.dtype.type(eps), weight)
 
 
 @kernels.register("rope", _FUSED, device_arg=False)
 def _rope(x, cos, sin, *, interleaved=False):
-    if interleaved:
-        return ops.spec("rope").reference(x, cos, sin, interleaved=True)
-    half = x.shape[-1] // 2
-    a, b = x[..., :half], x[..., half:]
-    out = np.empty(x.shape, x.dtype)
-    first, second = out[..., :half], out[..., half:]
-    np.multiply(a, cos, out=first)
-    first -= b * sin
-    np.multiply(b, cos, out=second)
-    second += a * sin
-    return out
+    """One numba gufunc call (cpu_fused.composite) for half-split pairs with an angle per
+    pair in x's dtype; else the reference."""
+    if interleaved or cos.shape[-1:] != (x.shape[-1] // 2,) \
+            or not x.dtype == cos.dtype == sin.dtype or _composite("rope") is None:
+        return ops.spec("rope").reference(x, cos, sin, interleaved=interleaved)
+    return _composite("rope")(x, cos, sin)
+
+
+@functools.cache
+def _composite(name: str):
+    from . import cpu_fused  # numba, and only where the op runs
+
+    return cpu_fused.composite(name)
 
 
 @kernels.register("softmax", _FUSED, device_arg=False)

@@ -34,9 +34,10 @@ def test_rms_norm_and_softmax_equal_their_references(dtype, shape):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("interleaved", [False, True])
-def test_rope_equals_its_reference(dtype, interleaved):
+@pytest.mark.parametrize("angles", [(1, 16), (4, 1)])  # one per pair (numba), per row
+def test_rope_equals_its_reference(dtype, interleaved, angles):
     x = _random((2, 2, 4, 32), dtype)
-    cos, sin = np.cos(_random((1, 16), dtype, 1)), np.sin(_random((1, 16), dtype, 2))
+    cos, sin = np.cos(_random(angles, dtype, 1)), np.sin(_random(angles, dtype, 2))
     np.testing.assert_array_equal(
         _kernel("rope", dtype)(x, cos, sin, interleaved=interleaved),
         ops.spec("rope").reference(x, cos, sin, interleaved=interleaved))
