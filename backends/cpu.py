@@ -123,6 +123,11 @@ _slice.for_shape = lambda in_shapes, dtypes, *, bounds: operator.itemgetter(
     ops.slice_index(bounds))
 
 
+@kernels.register("take", device_arg=False)
+def _take(x, indices, *, axis=None):
+    return x.take(indices, axis)  # np.take's own method, without its Python wrapper
+
+
 # Composites as their references compute them, in as few numpy calls as that allows:
 # reductions as the ufuncs' own `reduce` (np.max, np.mean... add a Python layer of 2-4
 # us) and results written in place. A decode step at batch 1 runs dozens of these on
@@ -222,14 +227,28 @@ _EPILOGUES = {
 
 @kernels.register("linear", _FUSED, device_arg=False)
 def _linear(x, weight, bias=None, *, activation=None):
-    if x.ndim > 2 and weight.ndim == 2 and math.prod(x.shape[:-2]) > 1:
-        # one GEMM, where np.matmul would loop over the leading axes
+    if _one_gemm(x.shape, weight.shape):
         y = np.matmul(x.reshape(-1, x.shape[-1]), weight).reshape(*x.shape[:-1], -1)
     else:
         y = np.matmul(x, weight)
     if bias is not None:
         y += bias
     return _EPILOGUES[activation](y)
+
+
+def _one_gemm(x: tuple, weight: tuple) -> bool:
+    """Whether x is flattened to one GEMM, where np.matmul would loop over its leading axes."""
+    return len(x) > 2 and len(weight) == 2 and math.prod(x[:-2]) > 1
+
+
+def _plan_linear(in_shapes, dtypes, *, activation=None):
+    """np.matmul itself for a node with no bias, activation or flattening (most of an LLM's)."""
+    x, weight, *bias = in_shapes
+    plain = activation is None and bias in ([], [None]) and not _one_gemm(x, weight)
+    return np.matmul if plain else None
+
+
+_linear.for_shape = _plan_linear
 
 
 @kernels.register("scaled_dot_product_attention", _FUSED, device_arg=False)
