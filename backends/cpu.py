@@ -3,10 +3,11 @@
 Every op has a kernel: the op's numpy reference by default, and faster library calls
 where they exist (numpy ufuncs directly, FFTW plans (`cpu_fft`), a vectorised float32 erf
 and GELU (`cpu_erf`; scipy.special.erf in float64), ONNX Runtime's convolutions and pools
-(`cpu_conv`), composites written as one numpy expression instead of a chain of dispatched ops).
-A jitted float32 graph of convolutions, pools and the ops around them runs as one ONNX
-Runtime session (`cpu_graph`). Tensors are numpy arrays, so host transfers are free and
-DLPack is numpy's.
+(`cpu_conv`), composites written as one numpy expression instead of a chain of dispatched ops,
+rope and rms_norm as numba gufuncs where numba imports (`cpu_fused.composite`), movement ops
+planned per graph node as numpy's own methods). A jitted float32 graph of convolutions,
+pools and the ops around them runs as one ONNX Runtime session (`cpu_graph`). Tensors are
+numpy arrays, so host transfers are free and DLPack is numpy's.
 """
 
 from __future__ import annotations
@@ -128,10 +129,10 @@ def _take(x, indices, *, axis=None):
     return x.take(indices, axis)  # np.take's own method, without its Python wrapper
 
 
-# Composites as their references compute them, in as few numpy calls as that allows:
-# reductions as the ufuncs' own `reduce` (np.max, np.mean... add a Python layer of 2-4
-# us) and results written in place. A decode step at batch 1 runs dozens of these on
-# vectors of a few hundred elements, where the calls are the cost.
+# Composites as their references compute them, in as few calls as that allows: a decode
+# step at batch 1 runs dozens of these on vectors of a few hundred elements, where the
+# calls are the cost. Reductions are the ufuncs' own `reduce` (np.max, np.mean... add a
+# Python layer of 2-4 us), the arithmetic around them one numba gufunc where it is exact.
 @kernels.register("rms_norm", _FUSED, device_arg=False)
 def _rms_norm(x, weight=None, *, eps=1e-6):
     """numpy's sum of x * x, then one numba gufunc (cpu_fused.composite) where there is a
