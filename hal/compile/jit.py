@@ -182,11 +182,11 @@ class Jitted:
         for i, a in enumerate(args):
             static = _is(i, self.static_argnums, len(args))
             parts.append(_static_key(self, f"argument {i}", a) if static
-                         else _leaf_key(self, f"argument {i}", a, tensors))
+                         else _leaf_key(self, i, a, tensors))
         for name in sorted(kwargs):
             a = kwargs[name]
             parts.append((name, _static_key(self, name, a) if name in self.static_argnames
-                          else _leaf_key(self, f"argument {name!r}", a, tensors)))
+                          else _leaf_key(self, name, a, tensors)))
         return ("general", *parts), tensors
 
     def _trace(self, key: tuple, args: tuple, kwargs: dict, tensors: list[Tensor]) -> _Entry:
@@ -233,10 +233,11 @@ class Donating(Jitted):
                                    f"{i} is passed more than once; pass a copy of it where it "
                                    "is passed again")
         result = self._run(entry, args, tensors)
+        why = {i: f"hal.jit({_name(self.fn)}): this tensor of argument {i} was donated "
+                  "(donate_argnums) to a call that may have written its memory; use the "
+                  "tensor that call returned" for i in set(entry.donated.values())}
         for j, i in entry.donated.items():
-            tensors[j].donate(f"hal.jit({_name(self.fn)}): this tensor of argument {i} was "
-                              "donated (donate_argnums) to a call that may have written its "
-                              "memory; use the tensor that call returned")
+            tensors[j].donate(why[i])
         return result
 
 
@@ -309,20 +310,29 @@ def _static_key(jitted: Jitted, what: str, value):
     return ("static", type(value).__name__, value)
 
 
-def _leaf_key(jitted: Jitted, what: str, value, tensors: list[Tensor]):
+def _leaf_key(jitted: Jitted, argument: int | str, value, tensors: list[Tensor]):
+    """The key of one argument (its position or name), its Tensors appended to `tensors`:
+    a Tensor inside a tuple or list is keyed in place (a KV cache is dozens of them)."""
     if isinstance(value, Tensor):
         tensors.append(value)
         return (value.shape, value.dtype, value.device)
     if isinstance(value, (tuple, list)):
-        return (type(value).__name__, *[_leaf_key(jitted, what, v, tensors) for v in value])
+        parts = [type(value).__name__]
+        for v in value:
+            if isinstance(v, Tensor):
+                tensors.append(v)
+                parts.append((v.shape, v.dtype, v.device))
+            else:
+                parts.append(_leaf_key(jitted, argument, v, tensors))
+        return tuple(parts)
     if isinstance(value, dict):
-        return ("dict", *[(k, _leaf_key(jitted, what, value[k], tensors)) for k in value])
+        return ("dict", *[(k, _leaf_key(jitted, argument, value[k], tensors)) for k in value])
     if isinstance(value, _STATIC):
         return ("static", type(value).__name__, value)
     raise HalError(
-        f"hal.jit({_name(jitted.fn)}): {what} is a {type(value).__name__}; pass hal Tensors "
-        "(or tuples, lists and dicts of them) and numbers, or name the argument in "
-        "static_argnums/static_argnames (it must be hashable)"
+        f"hal.jit({_name(jitted.fn)}): argument {argument!r} is a {type(value).__name__}; "
+        "pass hal Tensors (or tuples, lists and dicts of them) and numbers, or name the "
+        "argument in static_argnums/static_argnames (it must be hashable)"
     )
 
 
