@@ -1,19 +1,19 @@
-"""The cpu backend's composite kernels written for few numpy calls (rms_norm, rope, softmax,
-linear's silu and sigmoid epilogues, constant pad, dynamic_update_slice) give their numpy
-references' values bit for bit."""
+"""The cpu backend's kernels written for few calls (rms_norm and rope as numba gufuncs,
+softmax, linear's silu and sigmoid epilogues, constant pad, dynamic_update_slice, and the
+views and plain linears planned per graph node) give their numpy references' values bit
+for bit."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from backends import cpu
+import hal
 from hal import ops
 
 
 def _kernel(op: str, dtype):
-    fn, _ = cpu.kernels._entries[(op, np.dtype(dtype))]
-    return fn
+    return hal.device("cpu").kernel(op, np.dtype(dtype))
 
 
 def _random(shape, dtype, seed=0):
@@ -75,3 +75,19 @@ def test_dynamic_update_slice_clamps_its_window_as_the_reference(start):
     out = cache.copy()
     assert _kernel("dynamic_update_slice", np.float32)(out, row, starts, out=out) is out
     np.testing.assert_array_equal(out, want)
+
+
+def test_views_and_plain_linear_planned_per_node_equal_their_references():
+    x, w = _random((2, 3, 4), np.float32), _random((4, 5), np.float32, 1)
+    for op, args, params in (
+            ("reshape", (x,), {"shape": (6, -1)}),
+            ("permute_dims", (x,), {"axes": (2, 0, 1)}),
+            ("slice", (x,), {"bounds": ((1, 1, 1), (0, 2, 2), (3, -1, 2))}),
+            ("linear", (x[:1, :1], w), {"activation": None})):
+        kernel = _kernel(op, np.float32)
+        planned = kernel.for_shape(tuple(a.shape for a in args),
+                                   tuple(a.dtype for a in args), **params)
+        want = ops.spec(op).reference(*args, **params)
+        for got in (planned(*args), kernel(*args, **params)):
+            assert got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
