@@ -3,16 +3,18 @@
 Every op has a kernel: the op's numpy reference by default, and faster library calls
 where they exist (numpy ufuncs directly, FFTW plans (`cpu_fft`), a vectorised float32 erf
 and GELU (`cpu_erf`; scipy.special.erf in float64), ONNX Runtime's convolutions and pools
-(`cpu_conv`), composites written as one numpy expression instead of a chain of dispatched ops).
-A jitted float32 graph of convolutions, pools and the ops around them runs as one ONNX
-Runtime session (`cpu_graph`). Tensors are numpy arrays, so host transfers are free and
-DLPack is numpy's.
+(`cpu_conv`), composites written as one numpy expression instead of a chain of dispatched ops,
+rope and rms_norm as numba gufuncs where numba imports (`cpu_fused.composite`), movement ops
+planned per graph node as numpy's own methods). A jitted float32 graph of convolutions,
+pools and the ops around them runs as one ONNX Runtime session (`cpu_graph`). Tensors are
+numpy arrays, so host transfers are free and DLPack is numpy's.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import operator
 import os
 import platform
 
@@ -21,6 +23,7 @@ import numpy as np
 import hal
 from hal import dtypes as dt
 from hal import host, ops
+from hal.ops import shapes
 
 from . import cpu_conv, cpu_erf, cpu_fft, cpu_int8
 
@@ -96,22 +99,72 @@ for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
 _FUSED = (dt.float32, dt.float64)
 
 
+# Views planned once per node (`for_shape`): numpy's own methods with the arguments bound,
+# no Python frame per call (a decode step has dozens of these)
 @kernels.register("reshape", device_arg=False)
-def _reshape(x, *, shape, out_shape, out_dtype):
-    """x seen in the shape the op's rule resolved (-1 filled in), without resolving it again."""
-    return x.reshape(out_shape)
+def _reshape(x, *, shape):
+    return x.reshape(shapes.reshape("reshape", x.shape, shape))
 
 
-# composites whose reference is one numpy expression in the operands' own dtype: it is
-# the kernel there (evaluate's output rule and half-precision lift cost more than the op)
-for _name in ("rms_norm", "rope"):
-    kernels.register(_name, _FUSED, device_arg=False)(ops.spec(_name).reference)
+@kernels.register("permute_dims", device_arg=False)
+def _permute_dims(x, *, axes):
+    return x.transpose(axes)
+
+
+@kernels.register("slice", device_arg=False)
+def _slice(x, *, bounds):
+    return x[ops.slice_index(bounds)]
+
+
+_reshape.for_shape = lambda in_shapes, dtypes, *, shape: operator.methodcaller(
+    "reshape", shapes.reshape("reshape", in_shapes[0], shape))
+_permute_dims.for_shape = lambda in_shapes, dtypes, *, axes: operator.methodcaller(
+    "transpose", axes)
+_slice.for_shape = lambda in_shapes, dtypes, *, bounds: operator.itemgetter(
+    ops.slice_index(bounds))
+
+
+@kernels.register("take", device_arg=False)
+def _take(x, indices, *, axis=None):
+    return x.take(indices, axis)  # np.take's own method, without its Python wrapper
+
+
+# Composites as their references compute them, in as few calls as that allows: a decode
+# step at batch 1 runs dozens of these on vectors of a few hundred elements, where the
+# calls are the cost. Reductions are the ufuncs' own `reduce` (np.max, np.mean... add a
+# Python layer of 2-4 us), the arithmetic around them one numba gufunc where it is exact.
+@kernels.register("rms_norm", _FUSED, device_arg=False)
+def _rms_norm(x, weight=None, *, eps=1e-6):
+    """numpy's sum of x * x, then one numba gufunc (cpu_fused.composite) where there is a
+    weight of x's dtype; else the reference."""
+    if weight is None or weight.dtype != x.dtype or _composite("rms_norm") is None:
+        return ops.spec("rms_norm").reference(x, weight, eps=eps)
+    total = np.add.reduce(x * x, axis=-1)  # the reference's np.mean sums so: same values
+    return _composite("rms_norm")(x, total, x.dtype.type(eps), weight)
+
+
+@kernels.register("rope", _FUSED, device_arg=False)
+def _rope(x, cos, sin, *, interleaved=False):
+    """One numba gufunc call (cpu_fused.composite) for half-split pairs with an angle per
+    pair in x's dtype; else the reference."""
+    if interleaved or cos.shape[-1:] != (x.shape[-1] // 2,) \
+            or not x.dtype == cos.dtype == sin.dtype or _composite("rope") is None:
+        return ops.spec("rope").reference(x, cos, sin, interleaved=interleaved)
+    return _composite("rope")(x, cos, sin)
+
+
+@functools.cache
+def _composite(name: str):
+    from . import cpu_fused  # numba, and only where the op runs
+
+    return cpu_fused.composite(name)
 
 
 @kernels.register("softmax", _FUSED, device_arg=False)
 def _softmax(x, *, axis=-1):
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    e /= np.sum(e, axis=axis, keepdims=True)
+    e = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True))
+    np.exp(e, out=e)
+    e /= np.add.reduce(e, axis=axis, keepdims=True)
     return e
 
 
@@ -153,26 +206,50 @@ def _gelu(x, *, approximate="none"):
     return _gelu_inplace(np.array(x), approximate)
 
 
+def _one_plus_exp_negative(y):
+    """1 + exp(-y) in a temporary of its own (silu and sigmoid divide by it, as their
+    references do)."""
+    t = np.negative(y)
+    np.exp(t, out=t)
+    t += 1
+    return t
+
+
 _EPILOGUES = {
     None: lambda y: y,
     "relu": lambda y: np.maximum(y, 0, out=y),
     "gelu": lambda y: _gelu_inplace(y, "none"),
     "gelu_tanh": lambda y: _gelu_inplace(y, "tanh"),
-    "silu": lambda y: np.multiply(y, 1 / (1 + np.exp(-y)), out=y),
-    "sigmoid": lambda y: np.divide(1, 1 + np.exp(-y), out=y),
+    "silu": lambda y: np.divide(y, _one_plus_exp_negative(y), out=y),
+    "sigmoid": lambda y: np.divide(1, _one_plus_exp_negative(y), out=y),
     "tanh": lambda y: np.tanh(y, out=y),
 }
 
 
 @kernels.register("linear", _FUSED, device_arg=False)
 def _linear(x, weight, bias=None, *, activation=None):
-    if x.ndim > 2 and weight.ndim == 2:  # one GEMM: np.matmul would loop over the batch
+    if _one_gemm(x.shape, weight.shape):
         y = np.matmul(x.reshape(-1, x.shape[-1]), weight).reshape(*x.shape[:-1], -1)
     else:
         y = np.matmul(x, weight)
     if bias is not None:
         y += bias
     return _EPILOGUES[activation](y)
+
+
+def _one_gemm(x: tuple, weight: tuple) -> bool:
+    """Whether x is flattened to one GEMM, where np.matmul would loop over its leading axes."""
+    return len(x) > 2 and len(weight) == 2 and math.prod(x[:-2]) > 1
+
+
+def _plan_linear(in_shapes, dtypes, *, activation=None):
+    """np.matmul itself for a node with no bias, activation or flattening (most of an LLM's)."""
+    x, weight, *bias = in_shapes
+    plain = activation is None and bias in ([], [None]) and not _one_gemm(x, weight)
+    return np.matmul if plain else None
+
+
+_linear.for_shape = _plan_linear
 
 
 @kernels.register("scaled_dot_product_attention", _FUSED, device_arg=False)
@@ -182,6 +259,17 @@ def _attention(q, k, v, *, causal=False, scale=None):
     if causal:
         scores = np.where(ops.causal_mask(q.shape[-2], k.shape[-2]), scores, -np.inf)
     return np.matmul(_softmax(scores), v)
+
+
+@kernels.register("pad", device_arg=False)
+def _pad(x, *, pad_width, mode="constant", value=0):
+    """Constant padding as a filled array and one assignment (np.pad takes ~20 us even for
+    a few elements); the other modes by np.pad."""
+    if mode != "constant":
+        return ops.spec("pad").reference(x, pad_width=pad_width, mode=mode)
+    out = np.full([n + b + a for n, (b, a) in zip(x.shape, pad_width)], value, x.dtype)
+    out[tuple(slice(b, b + n) for n, (b, _) in zip(x.shape, pad_width))] = x
+    return out
 
 
 @kernels.register("dynamic_update_slice", device_arg=False)

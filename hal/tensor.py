@@ -46,12 +46,7 @@ class Tensor:
         tensor raises HalError(why)."""
         self.donated = why
         del self.native
-
-    def __getattr__(self, name: str):
-        # reached only for an attribute not set: `native` after donate()
-        if name == "native" and hasattr(self, "donated"):
-            raise HalError(self.donated)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        self.__class__ = _Spent
 
     # -- properties -------------------------------------------------------------------
     @property
@@ -155,6 +150,19 @@ class Tensor:
         raise HalError(
             "tensors are immutable: build a new one with hal.where, hal.concat or hal.pad"
         )
+
+
+class _Spent(Tensor):
+    """A donated Tensor (what `Tensor.donate` turns one into): reading its memory raises the
+    HalError saying why. Tensor itself has no __getattr__, which numpy would call for each
+    attribute it probes in np.asarray(tensor) (4 us more)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str):
+        if name == "native":
+            raise HalError(self.donated)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
 
 def tensor_argument(op: str, x, name: str = "x") -> Tensor:

@@ -35,7 +35,7 @@ the backward pass into the graph: one graph for training and inference.
 from __future__ import annotations
 
 import functools
-import operator
+import itertools
 import warnings
 from collections.abc import Callable
 
@@ -130,10 +130,15 @@ class Jitted:
         by op under an interpreter, or through the executable's checked way."""
         key, tensors = self._key(args, kwargs)
         entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
+        return self._run(entry, args, tensors)
+
+    def _run(self, entry: _Entry, args: tuple, tensors: list[Tensor]):
+        """The entry's graph on the argument Tensors: op by op under an interpreter, else
+        its executable (compiled at the first call)."""
         if _interpreters() is not _ALONE:  # autodiff or a trace watching: op by op
             return entry.rebuild(entry.graph.run(*tensors))
         if entry.executable is None:
-            entry.compile(self.capture, self._donated(args))
+            entry.compile(self.capture)
         outputs = entry.executable(*tensors)
         if tensors is args:  # hal's Executable's generated function, once it has one
             entry.ready = getattr(entry.executable, "ready", None)
@@ -153,20 +158,20 @@ class Jitted:
         key, tensors = self._key(args, kwargs)
         entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
         if entry.executable is None:
-            entry.compile(self.capture, self._donated(args))
+            entry.compile(self.capture)
         return entry.executable
 
-    def _donated(self, args: tuple) -> frozenset[int]:
-        """Positions among the graph's inputs of the donated arguments' Tensors."""
-        found, n = set(), 0
+    def _donated(self, args: tuple) -> dict[int, int]:
+        """Position among the graph's inputs -> argument, of the donated arguments' Tensors."""
+        found, n = {}, 0
         for i, a in enumerate(args):
             if _is(i, self.static_argnums, len(args)):
                 continue
             count = len(_tensors(a))
             if _is(i, self.donate_argnums, len(args)):
-                found.update(range(n, n + count))
+                found.update(dict.fromkeys(range(n, n + count), i))
             n += count
-        return frozenset(found)
+        return found
 
     # -- keys and tracing --------------------------------------------------------------
     def _key(self, args: tuple, kwargs: dict) -> tuple[tuple, list[Tensor]]:
@@ -177,11 +182,11 @@ class Jitted:
         for i, a in enumerate(args):
             static = _is(i, self.static_argnums, len(args))
             parts.append(_static_key(self, f"argument {i}", a) if static
-                         else _leaf_key(self, f"argument {i}", a, tensors))
+                         else _leaf_key(self, i, a, tensors))
         for name in sorted(kwargs):
             a = kwargs[name]
             parts.append((name, _static_key(self, name, a) if name in self.static_argnames
-                          else _leaf_key(self, f"argument {name!r}", a, tensors)))
+                          else _leaf_key(self, name, a, tensors)))
         return ("general", *parts), tensors
 
     def _trace(self, key: tuple, args: tuple, kwargs: dict, tensors: list[Tensor]) -> _Entry:
@@ -206,7 +211,7 @@ class Jitted:
         if device is None:
             device = default_device()
         graph = passes.optimize(recorder.graph(leaves))
-        entry = _Entry(graph, out_tree, device)
+        entry = _Entry(graph, out_tree, device, self._donated(args))
         self._cache[key] = entry
         if len(self._cache) > self.cache_size:
             del self._cache[next(iter(self._cache))]
@@ -219,44 +224,40 @@ class Donating(Jitted):
     def __call__(self, *args, **kwargs):
         if len(_interpreters()) > 1:  # op by op: nothing is written in place
             return super().__call__(*args, **kwargs)
-        donated = [_is(i, self.donate_argnums, len(args)) for i in range(len(args))]
-        leaves = [(i, t) for i, a in enumerate(args) for t in _tensors(a)]
-        leaves += [(None, t) for t in _tensors(kwargs)]
-        for i, t in leaves:
-            if i is not None and donated[i] and sum(u is t for _, u in leaves) > 1:
-                raise HalError(f"hal.jit({_name(self.fn)}): a tensor of donated argument {i} "
-                               "is passed more than once; pass a copy of it where it is passed "
-                               "again")
-        result = super().__call__(*args, **kwargs)
-        for i, t in leaves:
-            if i is not None and donated[i]:
-                t.donate(f"hal.jit({_name(self.fn)}): this tensor of argument {i} was donated "
-                         "(donate_argnums) to a call that may have written its memory; use "
-                         "the tensor that call returned")
+        key, tensors = self._key(args, kwargs)
+        entry = self._cache.get(key) or self._trace(key, args, kwargs, tensors)
+        if len(set(map(id, tensors))) < len(tensors):
+            for j, i in entry.donated.items():
+                if sum(t is tensors[j] for t in tensors) > 1:
+                    raise HalError(f"hal.jit({_name(self.fn)}): a tensor of donated argument "
+                                   f"{i} is passed more than once; pass a copy of it where it "
+                                   "is passed again")
+        result = self._run(entry, args, tensors)
+        why = {i: f"hal.jit({_name(self.fn)}): this tensor of argument {i} was donated "
+                  "(donate_argnums) to a call that may have written its memory; use the "
+                  "tensor that call returned" for i in set(entry.donated.values())}
+        for j, i in entry.donated.items():
+            tensors[j].donate(why[i])
         return result
 
 
 class _Entry:
-    """One traced signature: its graph, output structure and (once run) executable."""
+    """One traced signature: its graph, output structure, donated inputs (position among
+    the graph's inputs -> argument) and (once run) executable."""
 
-    __slots__ = ("device", "executable", "graph", "ready", "rebuild")
+    __slots__ = ("device", "donated", "executable", "graph", "ready", "rebuild")
 
-    def __init__(self, graph: Graph, out_tree, device):
-        self.graph, self.device = graph, device
+    def __init__(self, graph: Graph, out_tree, device, donated: dict[int, int]):
+        self.graph, self.device, self.donated = graph, device, donated
         self.executable: Executable | None = None
         self.ready = None  # the executable's `ready` function, once it has one
-        if out_tree is _LEAF:
-            self.rebuild = operator.itemgetter(0)
-        elif out_tree[0] is tuple and all(t is _LEAF for t in out_tree[1]):
-            self.rebuild = tuple
-        else:
-            self.rebuild = lambda outs: _unflatten(out_tree, iter(outs))
+        self.rebuild = _rebuilder(out_tree)
 
-    def compile(self, capture: bool, donated: frozenset[int] = frozenset()) -> None:
+    def compile(self, capture: bool) -> None:
         """The graph compiled for its device (the backend's executable, else hal's), the
-        inputs at `donated` its own to write."""
+        donated inputs its own to write."""
         self.executable = pipeline.compile(self.graph, self.device, capture=capture,
-                                           donated=donated)
+                                           donated=frozenset(self.donated))
 
 
 # -- argument and result structure --------------------------------------------------------------
@@ -309,20 +310,29 @@ def _static_key(jitted: Jitted, what: str, value):
     return ("static", type(value).__name__, value)
 
 
-def _leaf_key(jitted: Jitted, what: str, value, tensors: list[Tensor]):
+def _leaf_key(jitted: Jitted, argument: int | str, value, tensors: list[Tensor]):
+    """The key of one argument (its position or name), its Tensors appended to `tensors`:
+    a Tensor inside a tuple or list is keyed in place (a KV cache is dozens of them)."""
     if isinstance(value, Tensor):
         tensors.append(value)
         return (value.shape, value.dtype, value.device)
     if isinstance(value, (tuple, list)):
-        return (type(value).__name__, *[_leaf_key(jitted, what, v, tensors) for v in value])
+        parts = [type(value).__name__]
+        for v in value:
+            if isinstance(v, Tensor):
+                tensors.append(v)
+                parts.append((v.shape, v.dtype, v.device))
+            else:
+                parts.append(_leaf_key(jitted, argument, v, tensors))
+        return tuple(parts)
     if isinstance(value, dict):
-        return ("dict", *[(k, _leaf_key(jitted, what, value[k], tensors)) for k in value])
+        return ("dict", *[(k, _leaf_key(jitted, argument, value[k], tensors)) for k in value])
     if isinstance(value, _STATIC):
         return ("static", type(value).__name__, value)
     raise HalError(
-        f"hal.jit({_name(jitted.fn)}): {what} is a {type(value).__name__}; pass hal Tensors "
-        "(or tuples, lists and dicts of them) and numbers, or name the argument in "
-        "static_argnums/static_argnames (it must be hashable)"
+        f"hal.jit({_name(jitted.fn)}): argument {argument!r} is a {type(value).__name__}; "
+        "pass hal Tensors (or tuples, lists and dicts of them) and numbers, or name the "
+        "argument in static_argnums/static_argnames (it must be hashable)"
     )
 
 
@@ -354,13 +364,29 @@ def _flatten_out(fn, value, leaves: list[Tensor]):
                    "return Tensors, numbers, None, or tuples, lists and dicts of them")
 
 
-def _unflatten(tree, outs):
-    if tree is _LEAF:
-        return next(outs)
-    kind, body = tree
-    if kind == "value":
-        return body
-    if kind is dict:
-        return {k: _unflatten(v, outs) for k, v in body.items()}
-    return kind(_unflatten(v, outs) for v in body)
+def _rebuilder(tree):
+    """The function of the flat output Tensors that returns them in the structure `tree`
+    (_flatten_out's): one generated expression, so a call costs one call."""
+    scope: dict[str, object] = {}
+    leaves = itertools.count()
+
+    def held(value) -> str:
+        scope[f"k{len(scope)}"] = value
+        return f"k{len(scope) - 1}"
+
+    def expression(t) -> str:
+        if t is _LEAF:
+            return f"o[{next(leaves)}]"
+        kind, body = t
+        if kind == "value":
+            return held(body)
+        if kind is dict:
+            keys = held(list(body))
+            return "{" + "".join(f"{keys}[{n}]: {expression(v)}, "
+                                 for n, v in enumerate(body.values())) + "}"
+        items = "".join(expression(v) + ", " for v in body)
+        return f"[{items}]" if kind is list else f"({items})" if kind is tuple \
+            else f"{held(kind)}(({items}))"
+
+    return eval(f"lambda o: {expression(tree)}", scope)
 

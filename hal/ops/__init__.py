@@ -19,7 +19,7 @@ from . import elementwise, reductions, movement, scans, linalg, fft, quant, nn, 
 from .conv import LAYOUTS
 from .fft import NORMS
 from .kernels import KernelTable
-from .movement import PAD_MODES, update_window
+from .movement import PAD_MODES, slice_index, update_window
 from .nn import ACTIVATIONS, GELU_APPROXIMATIONS, causal_mask
 from .quant import dynamic_qparams
 from .spec import (

@@ -40,12 +40,17 @@ def _slice_meta(x, *, bounds):
     return tuple(c for _, _, c in bounds), x.dtype
 
 
-def _slice_ref(x, *, bounds):
+def slice_index(bounds) -> tuple[slice, ...]:
+    """The numpy index of a slice op's (start, step, count) bounds, one per axis."""
     index = []
     for start, step, count in bounds:
         stop = start + step * count
         index.append(slice(start, stop if stop >= 0 else None, step))
-    return x[tuple(index)]
+    return tuple(index)
+
+
+def _slice_ref(x, *, bounds):
+    return x[slice_index(bounds)]
 
 
 def _concat_meta(*xs, axis=0):
@@ -148,8 +153,11 @@ declare("take", EXTENDED, "take", dt.ALL, lambda x, i, *, axis=None: np.take(x, 
 def update_window(shape: tuple, size: tuple, starts) -> tuple[slice, ...]:
     """The slices of a tensor of `shape` that dynamic_update_slice writes a `size` block to
     at `starts` (host ints), each start clamped into 0..dim - size (XLA's rule)."""
-    return tuple(slice(s, s + n) for s, n in
-                 ((min(max(int(s), 0), dim - n), n) for s, dim, n in zip(starts, shape, size)))
+    window = []
+    for s, dim, n in zip(np.asarray(starts).tolist(), shape, size):
+        s = min(max(s, 0), dim - n)
+        window.append(slice(s, s + n))
+    return tuple(window)
 
 
 def _dynamic_update_slice_meta(operand, update, start_indices):
