@@ -162,7 +162,7 @@ def _composite(name: str):
 
 @kernels.register("softmax", _FUSED, device_arg=False)
 def _softmax(x, *, axis=-1):
-    e = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True))
+    e = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=np.empty_like(x))
     np.exp(e, out=e)
     e /= np.add.reduce(e, axis=axis, keepdims=True)
     return e
