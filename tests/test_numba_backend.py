@@ -86,7 +86,7 @@ def test_large_inputs_take_the_parallel_loops(device):
     np.testing.assert_array_equal(hal.matmul(i, hal.matrix_transpose(i)).numpy(), i32 @ i32.T)
 
 
-def test_take_and_quantization_give_the_references_answers(device):
+def test_take_and_int8_kernels_give_the_references_answers(device):
     rng = np.random.default_rng(2)
     table = rng.standard_normal((1000, 96)).astype(np.float32)  # an embedding: the parallel loop
     tokens = rng.integers(-1000, 1000, (4, 200)).astype(np.int32)
@@ -116,6 +116,11 @@ def test_take_and_quantization_give_the_references_answers(device):
         per_tensor = hal.quantize_linear(hal.astype(xs, hal.float64), s[1], z[2])
         np.testing.assert_array_equal(per_tensor.numpy(), ops.spec("quantize_linear").evaluate(
             x.astype(np.float64), scale[1], zero[2]))
+    a = rng.integers(0, 256, (2, 30, 700)).astype(np.uint8)  # batched: one parallel GEMM
+    b = rng.integers(-128, 128, (700, 40)).astype(np.int8)
+    params = {"a_zero_point": 255, "b_zero_point": -128}
+    np.testing.assert_array_equal(hal.qmatmul(*_on(device, a, b), **params).numpy(),
+                                  ops.spec("qmatmul").evaluate(a, b, **params))
 
 
 @pytest.mark.parametrize(("op", "dtype", "status", "ran"), [
@@ -127,6 +132,7 @@ def test_take_and_quantization_give_the_references_answers(device):
     ("take", hal.complex128, kit.PASS, "kernel"),
     ("quantize_linear", hal.float64, kit.PASS, "kernel"),
     ("dequantize_linear", hal.uint8, kit.PASS, "kernel"),
+    ("qmatmul", hal.int8, kit.PASS, "kernel"),
     ("var", hal.float32, kit.PASS, "decomposed"),
     ("sort", hal.float32, kit.FALLBACK, "fallback"),
     ("fftn", hal.complex64, kit.FALLBACK, "fallback"),

@@ -6,8 +6,8 @@ entry point in pyproject.toml. Kernels are numba ufuncs and loops, compiled on f
 for the dtypes they are called with (`compiled.py`), half precision through float32
 (`table.py`); the kernel modules import numba and load in `_load_kernels`, so without
 numba the backend still loads and says why it is unavailable. Ops without a kernel
-(complex functions, FFT, int8 products, sorting, ...) run through hal's
-decompositions or its CPU fallback, and `hal conformance --backend numba` shows which.
+(complex functions, FFT, sorting, ...) run through hal's decompositions or its CPU
+fallback, and `hal conformance --backend numba` shows which.
 """
 
 from __future__ import annotations
