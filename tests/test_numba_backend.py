@@ -123,6 +123,23 @@ def test_take_and_int8_kernels_give_the_references_answers(device):
                                   ops.spec("qmatmul").evaluate(a, b, **params))
 
 
+def test_a_donated_kv_cache_is_updated_in_place(device):
+    def write(cache, row, position):
+        return hal.dynamic_update_slice(cache, row, hal.pad(position, ((0, 1),)))
+
+    step = hal.jit(write, donate_argnums=(0,))
+    cache, row = np.arange(12, dtype=np.float32).reshape(4, 3), np.full((1, 3), -1, np.float32)
+    c, r = _on(device, cache, row)
+    memory = c.native
+    hal.settings.fallback = "error"
+    for position in (1, 9):  # 9 is clamped to the last row
+        where = hal.asarray(np.array([position]), device=device)
+        want = ops.spec("dynamic_update_slice").evaluate(cache, row, np.array([position, 0]))
+        c, cache = step(c, r, where), want
+        np.testing.assert_array_equal(c.numpy(), want)
+        assert c.native is memory
+
+
 @pytest.mark.parametrize(("op", "dtype", "status", "ran"), [
     ("matmul", hal.float32, kit.PASS, "kernel"),
     ("add", hal.int8, kit.PASS, "kernel"),
@@ -133,6 +150,7 @@ def test_take_and_int8_kernels_give_the_references_answers(device):
     ("quantize_linear", hal.float64, kit.PASS, "kernel"),
     ("dequantize_linear", hal.uint8, kit.PASS, "kernel"),
     ("qmatmul", hal.int8, kit.PASS, "kernel"),
+    ("dynamic_update_slice", hal.float16, kit.PASS, "kernel"),
     ("var", hal.float32, kit.PASS, "decomposed"),
     ("sort", hal.float32, kit.FALLBACK, "fallback"),
     ("fftn", hal.complex64, kit.FALLBACK, "fallback"),
