@@ -52,7 +52,9 @@ class MpiJob:
     def __init__(self, module: str, args: list[str], ranks: int, what: str,
                  env: dict[str, str] | None = None):
         env = {**os.environ, "HAL_DEVICE": "cpu", "OMP_NUM_THREADS": "1",
-               "PYTHONPATH": str(ROOT),
+               # ROOT, then the caller's path: the ranks load the plugins the caller loads
+               "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT),
+                                                           os.environ.get("PYTHONPATH")))),
                "HAL_PARALLEL_DEBUG": "0",  # time the collectives, not the cross-rank check
                **(env or {})}
         if ranks > (os.cpu_count() or 1):

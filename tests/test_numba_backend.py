@@ -86,11 +86,71 @@ def test_large_inputs_take_the_parallel_loops(device):
     np.testing.assert_array_equal(hal.matmul(i, hal.matrix_transpose(i)).numpy(), i32 @ i32.T)
 
 
+def test_take_and_int8_kernels_give_the_references_answers(device):
+    rng = np.random.default_rng(2)
+    table = rng.standard_normal((1000, 96)).astype(np.float32)  # an embedding: the parallel loop
+    tokens = rng.integers(-1000, 1000, (4, 200)).astype(np.int32)
+    c128 = rng.standard_normal((3, 5)) + 1j
+    x = (rng.standard_normal((40, 3, 600)) * 200).astype(np.float32)
+    x[0, :, :5] = [np.nan, np.inf, -np.inf, 2.5, -2.5]  # saturation, NaN, halves to even
+    scale = np.float32([0.5, 0.7, 2.0])
+    zeros = {np.int8: np.int8([-3, 0, 100]), np.uint8: np.uint8([0, 128, 255])}
+    t, i, c, xs, s = _on(device, table, tokens, c128, x, scale)
+    hal.settings.fallback = "error"
+    take = ops.spec("take").evaluate
+    np.testing.assert_array_equal(hal.take(t, i, axis=0).numpy(), take(table, tokens, axis=0))
+    np.testing.assert_array_equal(hal.take(t, i).numpy(), take(table, tokens))
+    last = np.array([-1, 0])
+    np.testing.assert_array_equal(hal.take(c[:, ::2], hal.asarray(last, device=device),
+                                           axis=1).numpy(), take(c128[:, ::2], last, axis=1))
+    with pytest.raises(hal.DomainError, match="index 1000 is out of range"):
+        hal.take(t, hal.asarray([1000], device=device), axis=0)
+    for zero in zeros.values():
+        z = hal.asarray(zero, device=device)
+        want = ops.spec("quantize_linear").evaluate(x, scale, zero, axis=1)
+        got = hal.quantize_linear(xs, s, z, axis=1)
+        np.testing.assert_array_equal(got.numpy(), want)
+        np.testing.assert_array_equal(
+            hal.dequantize_linear(got, s, z, axis=1).numpy(),
+            ops.spec("dequantize_linear").evaluate(want, scale, zero, axis=1))
+        per_tensor = hal.quantize_linear(hal.astype(xs, hal.float64), s[1], z[2])
+        np.testing.assert_array_equal(per_tensor.numpy(), ops.spec("quantize_linear").evaluate(
+            x.astype(np.float64), scale[1], zero[2]))
+    a = rng.integers(0, 256, (2, 30, 700)).astype(np.uint8)  # batched: one parallel GEMM
+    b = rng.integers(-128, 128, (700, 40)).astype(np.int8)
+    params = {"a_zero_point": 255, "b_zero_point": -128}
+    np.testing.assert_array_equal(hal.qmatmul(*_on(device, a, b), **params).numpy(),
+                                  ops.spec("qmatmul").evaluate(a, b, **params))
+
+
+def test_a_donated_kv_cache_is_updated_in_place(device):
+    def write(cache, row, position):
+        return hal.dynamic_update_slice(cache, row, hal.pad(position, ((0, 1),)))
+
+    step = hal.jit(write, donate_argnums=(0,))
+    cache, row = np.arange(12, dtype=np.float32).reshape(4, 3), np.full((1, 3), -1, np.float32)
+    c, r = _on(device, cache, row)
+    memory = c.native
+    hal.settings.fallback = "error"
+    for position in (1, 9):  # 9 is clamped to the last row
+        where = hal.asarray(np.array([position]), device=device)
+        want = ops.spec("dynamic_update_slice").evaluate(cache, row, np.array([position, 0]))
+        c, cache = step(c, r, where), want
+        np.testing.assert_array_equal(c.numpy(), want)
+        assert c.native is memory
+
+
 @pytest.mark.parametrize(("op", "dtype", "status", "ran"), [
     ("matmul", hal.float32, kit.PASS, "kernel"),
     ("add", hal.int8, kit.PASS, "kernel"),
     ("log_softmax", hal.float64, kit.PASS, "kernel"),
     ("sum", hal.bfloat16, kit.PASS, "kernel"),  # the float32 kernel, rounded once
+    ("take", hal.bfloat16, kit.PASS, "kernel"),  # bits copied as 16-bit words
+    ("take", hal.complex128, kit.PASS, "kernel"),
+    ("quantize_linear", hal.float64, kit.PASS, "kernel"),
+    ("dequantize_linear", hal.uint8, kit.PASS, "kernel"),
+    ("qmatmul", hal.int8, kit.PASS, "kernel"),
+    ("dynamic_update_slice", hal.float16, kit.PASS, "kernel"),
     ("var", hal.float32, kit.PASS, "decomposed"),
     ("sort", hal.float32, kit.FALLBACK, "fallback"),
     ("fftn", hal.complex64, kit.FALLBACK, "fallback"),

@@ -6,8 +6,8 @@ entry point in pyproject.toml. Kernels are numba ufuncs and loops, compiled on f
 for the dtypes they are called with (`compiled.py`), half precision through float32
 (`table.py`); the kernel modules import numba and load in `_load_kernels`, so without
 numba the backend still loads and says why it is unavailable. Ops without a kernel
-(complex functions, FFT, int8 quantization, sorting, ...) run through hal's
-decompositions or its CPU fallback, and `hal conformance --backend numba` shows which.
+(complex functions, FFT, sorting, ...) run through hal's decompositions or its CPU
+fallback, and `hal conformance --backend numba` shows which.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class NumbaBackend(hal.Backend):
         return None
 
     def _load_kernels(self) -> None:
-        from . import elementwise, matmul, reductions  # they import numba and register
+        from . import elementwise, matmul, quant, reductions, take  # they import numba and register
 
     def _open_device(self, index: int) -> NumbaDevice:
         return NumbaDevice(self, index)

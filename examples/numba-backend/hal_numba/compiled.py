@@ -11,11 +11,18 @@ inputs are typed read-only, which writable arrays match too.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 
 import numba
 import numpy as np
 from numba import types
+
+# numba's OpenMP threads spin for a while after each parallel loop (libgomp's active wait),
+# keeping the cores from BLAS and the next kernels: an LM training step took 2.0 s, not
+# 0.12 s, on 2 cores. They sleep unless the user chose; libgomp reads this when it loads,
+# at the first parallel loop.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # Elements below which a loop runs on one thread: waking numba's thread pool costs ~0.1-1 ms
 # on a busy 2-core host, as much as such a loop takes on its own.

@@ -1,4 +1,5 @@
-"""matmul: numba's np.dot (BLAS GEMM) for floats and complex, a parallel loop for integers.
+"""matmul: numba's np.dot (BLAS GEMM) for floats and complex, a parallel loop for integers;
+qmatmul (int8 products) as the int32 one.
 
 numpy.matmul's shapes become one batch of 2-d products: a 1-d operand gains the axis it
 lacks, and when the second operand is a matrix the first one's batch folds into its rows
@@ -18,7 +19,7 @@ import hal
 
 from . import compiled
 from .elementwise import FLOATS
-from .table import register
+from .table import kernels, register
 
 
 def gemm(a, b, out):
@@ -65,3 +66,12 @@ def _matmul(device, a, b, *, out_shape, out_dtype):
     threads = a.dtype in hal.INTEGERS and out.size * a3.shape[2] >= compiled.PARALLEL_MIN
     _compiled(a.dtype, threads)(a3, b3, out)  # BLAS threads the float GEMMs itself
     return out.reshape(out_shape)
+
+
+@kernels.register("qmatmul", (hal.int8, hal.uint8))
+def _qmatmul(device, a, b, *, a_zero_point=0, b_zero_point=0, out_shape, out_dtype):
+    """(a - a_zero_point) @ (b - b_zero_point) as an int32 matmul: the differences fit in
+    int32, and int32 sums wrap as the reference's int64 ones cast to int32."""
+    shifted = (x.astype(np.int32) - np.int32(zero)
+               for x, zero in ((a, a_zero_point), (b, b_zero_point)))
+    return _matmul(device, *shifted, out_shape=out_shape, out_dtype=out_dtype)

@@ -4,8 +4,8 @@
 numba has no float16 or bfloat16 type on the CPU, so the operands are widened to float32
 (exactly), the float32 kernel runs, and its result is rounded once to the half dtype,
 which is how the reference computes them. Host memory is this device's memory, so the
-movement ops are numpy's views and copies (the op's reference) and the collectives stage
-through it.
+movement ops are numpy's views and copies (the op's reference), dynamic_update_slice
+numpy's assignment, and the collectives stage through it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,22 @@ for _spec in hal.ops.specs():
     if _spec.family == "movement":
         kernels.register(_spec.name, device_arg=False)(_spec.reference)
 kernels.register_staged_collectives()
+
+
+@kernels.register("dynamic_update_slice", device_arg=False)
+def _dynamic_update_slice(operand, update, start_indices, *, out=None):
+    """operand with update written over its clamped window, in place when hal.jit hands
+    over a writable `out` (operand itself where the graph owns it: a KV cache), else in a
+    copy."""
+    if out is None or not out.flags.writeable:
+        out = np.array(operand)
+    elif out is not operand:
+        np.copyto(out, operand)
+    out[hal.ops.update_window(operand.shape, update.shape, start_indices)] = update
+    return out
+
+
+_dynamic_update_slice.takes_out = True
 
 
 def lifted(kernel: Callable) -> Callable:
