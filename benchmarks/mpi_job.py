@@ -60,6 +60,7 @@ class MpiJob:
         if ranks > (os.cpu_count() or 1):
             env["MPIR_CVAR_CH4_PROGRESS_THROTTLE"] = "1"
         self.ranks, self.what = ranks, what
+        self._failure: tuple[type[hal.HalError], str] | None = None  # what ended the job
         self._proc = subprocess.Popen(
             [mpiexec(), "-n", str(ranks), sys.executable, "-m", module, *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -68,27 +69,42 @@ class MpiJob:
         self.info = self._reply()
 
     def request(self, command: str) -> dict:
-        """Send one command; rank 0's JSON answer."""
-        self._proc.stdin.write(command + "\n")
-        self._proc.stdin.flush()
+        """Send one command; rank 0's JSON answer. A job that has failed raises its failure
+        again (suites keep their jobs: the next workload on it is refused as the first)."""
+        if self._failure is not None:
+            raise self._failure[0](self._failure[1])
+        try:
+            self._proc.stdin.write(command + "\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            self._fail(MpiJobError, f"it ended (exit status {self._proc.wait()}) before "
+                                    f"{command.split()[0]!r}")
         return self._reply()
 
     def _reply(self) -> dict:
         ready, _, _ = select.select([self._proc.stdout], [], [], REPLY_TIMEOUT_S)
         line = self._proc.stdout.readline() if ready else ""
         answer = _first_object(line)
+        if answer is not None and answer.get("kind") in SKIPS:
+            self._fail(SKIPS[answer["kind"]], answer["error"])
         if answer is None or "error" in answer:
-            self.close()
-            if answer and answer.get("kind") in SKIPS:
-                raise SKIPS[answer["kind"]](f"{self.what}, {self.ranks} ranks: "
-                                            f"{answer['error']}")
-            why = (answer["error"] if answer else
-                   f"an answer that is not JSON: {line[:200]!r}" if line.strip() else
-                   "it ended without answering" if ready else
-                   f"no answer in {REPLY_TIMEOUT_S:.0f} s")
-            raise MpiJobError(f"{self.what}: the {self.ranks}-rank job failed ({why}); "
-                              f"its stderr:\n{self._proc.stderr.read()[-2000:]}")
+            self._fail(MpiJobError, answer["error"] if answer else
+                       f"an answer that is not JSON: {line[:200]!r}" if line.strip() else
+                       "it ended without answering" if ready else
+                       f"no answer in {REPLY_TIMEOUT_S:.0f} s")
         return answer
+
+    def _fail(self, kind: type[hal.HalError], why: str) -> None:
+        """End the job and raise `kind` saying why (with its stderr unless a skip); later
+        requests raise the same."""
+        self.close()
+        if kind is MpiJobError:
+            message = (f"{self.what}: the {self.ranks}-rank job failed ({why}); its stderr:\n"
+                       f"{self._proc.stderr.read()[-2000:]}")
+        else:
+            message = f"{self.what}, {self.ranks} ranks: {why}"
+        self._failure = (kind, message)
+        raise kind(message)
 
     def close(self) -> None:
         """End the job (quit, then kill if it does not)."""

@@ -121,12 +121,14 @@ def test_the_ranks_compute_on_the_device_under_test(job):
 
 @pytest.mark.mpi
 def test_a_device_without_the_steps_kernels_is_a_skip_naming_the_op(job):
+    suite.ranks.cache_clear()
     if "null" not in hal.available_backends():
         pytest.skip("the null template backend is not registered here")
-    record = measure(_workload("lm_step", layout="dp=2"), "parallel", "float32",
-                     hal.device("null:0"), ONE_CALL)
-    assert record.status == "skipped" and "FallbackRefused" in record.error, record.error
-    assert "null:0" in record.error
+    for _ in range(2):  # the second workload on the job that refused is refused alike
+        record = measure(_workload("lm_step", layout="dp=2"), "parallel", "float32",
+                         hal.device("null:0"), ONE_CALL)
+        assert record.status == "skipped" and "FallbackRefused" in record.error, record.error
+        assert "null:0" in record.error
 
 
 def test_rows_that_do_not_depend_on_the_device_are_measured_under_cpu_only():
