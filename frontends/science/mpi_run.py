@@ -140,10 +140,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _abort(comm, message: str, code: int) -> None:
-    """Print why this rank fails, then end every rank of the job (no rank waits on it)."""
-    print(f"rank {comm.Get_rank()} of {comm.Get_size()}: {message}", file=sys.stderr,
-          flush=True)
-    comm.Abort(code)
+    """Print why this rank fails, then end every rank of the job (no rank waits on it)
+    once the process manager has read the message (`abort_job`: an abort on a loaded
+    machine lost it)."""
+    from frontends.parallel.abort import abort_job
+
+    abort_job(f"rank {comm.Get_rank()} of {comm.Get_size()}: {message}", code)
 
 
 if __name__ == "__main__":
