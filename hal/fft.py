@@ -1,10 +1,11 @@
 """The FFT family with numpy.fft's names, arguments and norm modes: `hal.fft.fft(x, axis=-1)`.
 
 The op set holds the n-d transforms (fftn, ifftn, rfftn, irfftn over chosen axes);
-the 1-d and 2-d functions here are those over one or two axes. Real input to a complex
-transform is cast to complex first, float16 to float32, and `n`/`s` crop or zero-pad
-the input as numpy does, so backends see only whole complex64/complex128 (or
-float32/float64 for rfftn) transforms.
+the 1-d and 2-d functions here are those over one or two axes, and the Array API's
+hfft/ihfft, fftfreq/rfftfreq and fftshift/ifftshift are composites of other ops. Real
+input to a complex transform is cast to complex first, float16 to float32, and `n`/`s`
+crop or zero-pad the input as numpy does, so backends see only whole complex64/complex128
+(or float32/float64 for rfftn) transforms.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ import numpy as np
 
 from . import functions as F
 from . import ops
-from .creation import asarray
+from .creation import arange, asarray
 from .dispatch import call
-from .ops import shapes
+from .info import __array_namespace_info__
+from .nn import roll
+from .ops import arguments, shapes
 from .runtime import dtypes as dt
-from .runtime.errors import ShapeError, UnsupportedDType
+from .runtime.errors import DomainError, ShapeError, UnsupportedDType
 from .tensor import Tensor
 
 _FFTN, _IFFTN, _RFFTN, _IRFFTN = (ops.spec(n) for n in ("fftn", "ifftn", "rfftn", "irfftn"))
@@ -190,3 +193,79 @@ def rfft2(x, s=None, axes=(-2, -1), norm=None) -> Tensor:
 def irfft2(x, s=None, axes=(-2, -1), norm=None) -> Tensor:
     """Inverse of rfft2."""
     return irfftn(x, s, axes, norm)
+
+
+_NORMS = ("backward", "ortho", "forward")
+
+
+def _hermitian(op: str, x, n, axis, norm) -> tuple[Tensor, str]:
+    """x as a Tensor, with n, axis and norm checked for hfft/ihfft, and the norm of the
+    opposite direction, which the transform they run takes (numpy's definition)."""
+    if not isinstance(x, Tensor):
+        x = asarray(x)
+    if n is not None:
+        arguments.integer(op, "n", n, minimum=1)
+    shapes.axis(op, axis, x.ndim)
+    if norm not in (None, *_NORMS):
+        raise ShapeError(f"{op}: norm {norm!r} is not one of backward, ortho, forward")
+    return x, _NORMS[2 - _NORMS.index(norm or "backward")]
+
+
+def hfft(x, /, *, n=None, axis=-1, norm="backward") -> Tensor:
+    """Transform of a Hermitian-symmetric signal given by its first half: n real points
+    (2*(m-1) by default)."""
+    x, opposite = _hermitian("hfft", x, n, axis, norm)
+    return irfft(F.conj(x), n, axis, opposite)
+
+
+def ihfft(x, /, *, n=None, axis=-1, norm="backward") -> Tensor:
+    """Inverse of hfft: the n//2 + 1 points of real input's Hermitian-symmetric transform."""
+    x, opposite = _hermitian("ihfft", x, n, axis, norm)
+    return F.conj(rfft(x, n, axis, opposite))
+
+
+def _frequency_args(op: str, n, d, dtype, device) -> tuple[int, float, np.dtype]:
+    """n checked, the frequency step 1/(d*n), and the dtype of the frequencies: the default
+    real floating dtype, or a real floating dtype given (the Array API 2024.12's dtype=,
+    which the vendored suite passes)."""
+    n = arguments.integer(op, "n", n, minimum=1)
+    d = arguments.real(op, "d", d)
+    if d == 0:
+        raise DomainError(f"{op}: d (the sample spacing) must not be 0")
+    dtype = (__array_namespace_info__().default_dtypes(device=device)["real floating"]
+             if dtype is None else dt.dtype(dtype))
+    if not dt.is_floating(dtype):
+        raise UnsupportedDType(f"{op}: dtype {dtype.name} is not real floating; pass "
+                               "float32 or float64")
+    return n, 1.0 / (n * d), dtype
+
+
+def fftfreq(n, /, *, d=1.0, dtype=None, device=None) -> Tensor:
+    """The sample frequencies of an n-point transform of sample spacing d:
+    [0, 1, ..., -(n//2), ..., -1] / (d*n)."""
+    n, step, dtype = _frequency_args("fftfreq", n, d, dtype, device)
+    return ifftshift(arange(-(n // 2), (n + 1) // 2, dtype=dtype, device=device)) * step
+
+
+def rfftfreq(n, /, *, d=1.0, dtype=None, device=None) -> Tensor:
+    """The sample frequencies of rfft's n//2 + 1 points: [0, 1, ..., n//2] / (d*n)."""
+    n, step, dtype = _frequency_args("rfftfreq", n, d, dtype, device)
+    return arange(n // 2 + 1, dtype=dtype, device=device) * step
+
+
+def _shift(op: str, x, axes, sign: int) -> Tensor:
+    """x rolled by sign * (size // 2) along axes (all by default)."""
+    if not isinstance(x, Tensor):
+        x = asarray(x)
+    ax = shapes.axes(op, None if axes is None else shapes.ints(op, "axes", axes), x.ndim)
+    return roll(x, tuple(sign * (x.shape[a] // 2) for a in ax), axis=ax) if ax else x
+
+
+def fftshift(x, /, *, axes=None) -> Tensor:
+    """x with the zero frequency moved to the centre along axes (all by default)."""
+    return _shift("fftshift", x, axes, 1)
+
+
+def ifftshift(x, /, *, axes=None) -> Tensor:
+    """Inverse of fftshift (one sample apart on odd-length axes)."""
+    return _shift("ifftshift", x, axes, -1)
