@@ -19,14 +19,13 @@ from . import functions as F
 from . import ops
 from .creation import arange, asarray
 from .dispatch import call
-from .info import __array_namespace_info__
-from .nn import roll
 from .ops import arguments, shapes
 from .runtime import dtypes as dt
 from .runtime.errors import DomainError, ShapeError, UnsupportedDType
 from .tensor import Tensor
 
-_FFTN, _IFFTN, _RFFTN, _IRFFTN = (ops.spec(n) for n in ("fftn", "ifftn", "rfftn", "irfftn"))
+_FFTN, _IFFTN, _RFFTN, _IRFFTN, _ROLL = (ops.spec(n) for n in ("fftn", "ifftn", "rfftn",
+                                                                 "irfftn", "roll"))
 _CACHED = 1024  # call shapes whose checked axes and sizes are kept
 
 
@@ -232,8 +231,7 @@ def _frequency_args(op: str, n, d, dtype, device) -> tuple[int, float, np.dtype]
     d = arguments.real(op, "d", d)
     if d == 0:
         raise DomainError(f"{op}: d (the sample spacing) must not be 0")
-    dtype = (__array_namespace_info__().default_dtypes(device=device)["real floating"]
-             if dtype is None else dt.dtype(dtype))
+    dtype = dt.float64 if dtype is None else dt.dtype(dtype)  # hal.info's default real dtype
     if not dt.is_floating(dtype):
         raise UnsupportedDType(f"{op}: dtype {dtype.name} is not real floating; pass "
                                "float32 or float64")
@@ -258,7 +256,8 @@ def _shift(op: str, x, axes, sign: int) -> Tensor:
     if not isinstance(x, Tensor):
         x = asarray(x)
     ax = shapes.axes(op, None if axes is None else shapes.ints(op, "axes", axes), x.ndim)
-    return roll(x, tuple(sign * (x.shape[a] // 2) for a in ax), axis=ax) if ax else x
+    shift = tuple(sign * (x.shape[a] // 2) for a in ax)
+    return call(_ROLL, x, shift=shift, axis=ax) if ax else x
 
 
 def fftshift(x, /, *, axes=None) -> Tensor:
