@@ -16,7 +16,7 @@ import numpy as np
 from .compile.trace import Tracer
 from .functions import broadcast_to, permute_dims, reshape, slice, take, where
 from .ops import arguments, shapes
-from .runtime.errors import HalError, ShapeError
+from .runtime.errors import HalError, ShapeError, UnsupportedDType
 from .tensor import Tensor, tensor_argument
 
 
@@ -74,7 +74,11 @@ def repeat(x, repeats, /, *, axis: int | None = None) -> Tensor:
         spread = reshape(x, (*x.shape[:a + 1], 1, *x.shape[a + 1:]))
         wide = broadcast_to(spread, (*x.shape[:a + 1], r, *x.shape[a + 1:]))
         return reshape(wide, (*x.shape[:a], n * r, *x.shape[a + 1:]))
-    counts = host_values("repeat", repeats).astype(np.int64).reshape(-1)
+    counts = host_values("repeat", repeats)
+    if counts.size and counts.dtype.kind not in "iu":
+        raise UnsupportedDType(f"repeat: repeats must be an int or integer counts, got "
+                               f"{repeats!r:.60}")
+    counts = counts.astype(np.int64).reshape(-1)
     if counts.size not in (1, x.shape[a]) or (counts < 0).any():
         raise ShapeError(f"repeat: repeats must be >= 0 and one per element along axis {a} "
                          f"({x.shape[a]}) or a single count, got {counts.size} counts")

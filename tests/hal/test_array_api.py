@@ -445,3 +445,9 @@ def test_linalg_matches_numpy(device):
         close(L.matrix_norm(x, ord=order), np.linalg.norm(spd, ord=order, axis=(-2, -1)))
     with pytest.raises(hal.ShapeError, match=r"linalg\.det: needs a stack of square matrices"):
         L.det(rect)
+
+
+@pytest.mark.parametrize("repeats", ["float32", [1.5, 2.0, 1.0], np.array([True, False, True])])
+def test_repeat_refuses_counts_that_are_not_integers(repeats):
+    with pytest.raises(hal.UnsupportedDType, match="repeat: repeats must be an int or integer"):
+        hal.repeat(hal.asarray(_A), repeats, axis=1)
