@@ -34,18 +34,22 @@ def rank_message(reason: str) -> str:
     return f"hal.parallel: rank {world.Get_rank()} of {world.Get_size()}: {reason}"
 
 
-def abort_job(message: str, status: int) -> None:
-    """Write `message` to stderr, wait until the process manager has read it, then end every
-    rank of the job (this one too) with exit status `status`.
+def abort_job(message: str, status: int, answer: str | None = None) -> None:
+    """Write `message` to stderr (and `answer`, a line for the job's driver, to stdout), wait
+    until the process manager has read them, then end every rank of the job (this one too)
+    with exit status `status`.
 
-    An abort kills the manager's readers too: a message still in the pipe is lost. On a
-    loaded machine a fixed wait lost it, so the wait watches the pipe drain (FIONREAD) and
-    falls back to ABORT_GRACE_S where stderr is not a pipe."""
+    An abort kills the manager's readers too: a line still in the pipe is lost. On a
+    loaded machine a fixed wait lost it, so the wait watches the pipes drain (FIONREAD) and
+    falls back to ABORT_GRACE_S where one is not a pipe."""
     from mpi4py import MPI
 
-    sys.stderr.write(message + "\n")
-    sys.stderr.flush()
-    time.sleep(FORWARD_S if _pipe_drained(sys.stderr, READ_WAIT_S) else ABORT_GRACE_S)
+    written = [(sys.stderr, message), *([(sys.stdout, answer)] if answer is not None else [])]
+    for stream, line in written:
+        stream.write(line + "\n")  # one write: ranks that fail together do not interleave
+        stream.flush()
+    read = all([_pipe_drained(stream, READ_WAIT_S) for stream, _ in written])
+    time.sleep(FORWARD_S if read else ABORT_GRACE_S)
     MPI.COMM_WORLD.Abort(status)
 
 

@@ -44,6 +44,7 @@ import traceback
 import numpy as np
 
 from . import cost
+from .abort import abort_job
 from .pipeline import bubble, uneven_bubbles
 from .trainer import Trainer
 
@@ -137,12 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         serve(json.loads(argv[0]) if argv else {})
     except Exception as exc:  # every failure ends the whole job, said once per failing rank
         world = MPI.COMM_WORLD  # any failing rank answers: the first answer ends the driver's wait
-        sys.stdout.write(json.dumps({"error": f"rank {world.Get_rank()} of {world.Get_size()}: "
-                                            f"{type(exc).__name__}: {exc}",
-                                   "kind": type(exc).__name__}) + "\n")  # one write, one line
-        sys.stdout.flush()
-        print(traceback.format_exc(), file=sys.stderr, flush=True)
-        MPI.COMM_WORLD.Abort(1)
+        abort_job(traceback.format_exc().rstrip(), 1, answer=json.dumps({
+            "error": f"rank {world.Get_rank()} of {world.Get_size()}: "
+                     f"{type(exc).__name__}: {exc}",
+            "kind": type(exc).__name__}))
     return 0
 
 
