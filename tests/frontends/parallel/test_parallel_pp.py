@@ -411,22 +411,13 @@ def test_jitted_overlap_equals_op_by_op_overlap_and_one_process(run_ranks, zero)
 
 
 @pytest.mark.mpi
-def test_overlapped_buckets_with_tp_sp_train_as_one_process(run_ranks):
-    """Each piece's partial gradients summed over tp before its buckets go over dp."""
-    out = _train(run_ranks, {"dp": 2, "tp": 2, "sp": True, "overlap": True,
-                             "bucket_mb": 0.001})
-    for rank in out:
-        for split, single in rank["losses"]:
-            assert split == pytest.approx(single, rel=1e-10)
-        assert rank["worst"] < 1e-10
-
-
-@pytest.mark.mpi
-@pytest.mark.parametrize("overlap", [False, True], ids=["after-backward", "overlap"])
-def test_dp2_tp2_sp_zero1_trains_as_one_process(run_ranks, overlap):
-    """Four ranks, every dimension but pp: sequence-parallel tp=2 inside, ZeRO-1 over dp=2
-    (AdamW on each rank's shard), the buckets issued after or during the backward pass."""
-    out = _train(run_ranks, {"dp": 2, "tp": 2, "sp": True, "zero": 1, "overlap": overlap,
+@pytest.mark.parametrize("zero, overlap", [(0, True), (1, False), (1, True)],
+                         ids=["overlap", "zero1-after-backward", "zero1-overlap"])
+def test_dp2_tp2_sp_trains_as_one_process(run_ranks, zero, overlap):
+    """Four ranks, every dimension but pp: sequence-parallel tp=2 inside (each piece's
+    partial gradients summed over tp before its buckets go over dp), optionally ZeRO-1 over
+    dp=2 (AdamW on each rank's shard), the buckets issued after or during the backward."""
+    out = _train(run_ranks, {"dp": 2, "tp": 2, "sp": True, "zero": zero, "overlap": overlap,
                              "bucket_mb": 0.001})
     for rank in out:
         for split, single in rank["losses"]:
